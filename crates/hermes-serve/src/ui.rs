@@ -140,26 +140,16 @@ fn url(text: &str) -> String {
     out
 }
 
-/// A Unix-millisecond time as `YYYY-MM-DD HH:MM:SS` UTC.
+/// A Unix-millisecond time as `YYYY-MM-DD HH:MM:SS` UTC: humantime's RFC 3339 form (as in
+/// the gateway's `anthropic-ratelimit-…-reset` headers), with a space for its `T` and no `Z`. Its range is
+/// 1970 to 9999, which a stored time is clamped to.
 fn time(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    /// 9999-12-31 23:59:59, the last second humantime formats.
+    const LAST: u64 = 253_402_300_799;
+    let secs = u64::try_from(ms.div_euclid(1000)).unwrap_or(0).min(LAST);
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let rfc3339 = humantime::format_rfc3339_seconds(at).to_string();
+    rfc3339.trim_end_matches('Z').replacen('T', " ", 1)
 }
 
 /// Which page of the navigation is current.
@@ -946,6 +936,12 @@ mod tests {
         assert_eq!(time(0), "1970-01-01 00:00:00");
         assert_eq!(time(951_782_400_000), "2000-02-29 00:00:00");
         assert_eq!(time(1_796_640_586_589), "2026-12-07 10:49:46");
+    }
+
+    #[test]
+    fn times_outside_humantimes_range_are_clamped_to_it() {
+        assert_eq!(time(-1), "1970-01-01 00:00:00");
+        assert_eq!(time(i64::MAX), "9999-12-31 23:59:59");
     }
 
     #[test]

@@ -34,18 +34,20 @@ fn origin() -> Origin {
     }
 }
 
-/// Serves `body` as `content_type` to any POST, sends a streamed request through `wire`, and
-/// returns the captured message and the deltas reported, in order.
-async fn stream_through(
-    server: &MockServer,
-    wire: &dyn Wire,
+/// Serves `body` as `content_type` to any POST on a loopback server, sends a streamed request
+/// through the wire `at` makes for the server's URL, and checks the calls of the captured
+/// message against the deltas reported ([`check_calls`]): the deltas' kinds, in order.
+async fn calls_through<W: Wire>(
+    at: impl FnOnce(&str) -> W,
     body: Vec<u8>,
     content_type: &str,
-) -> (Message, Vec<Seen>) {
+) -> Vec<String> {
+    let server = MockServer::start().await;
+    let wire = at(&server.uri());
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, content_type))
         .expect(1)
-        .mount(server)
+        .mount(&server)
         .await;
     let seen = Mutex::new(Vec::new());
     let on_delta = |d: Delta<'_>| {
@@ -69,7 +71,7 @@ async fn stream_through(
     };
     let request = Outgoing::new(b"{}".to_vec(), true, Vec::new(), 1);
     let reply = wire.send(&request, origin(), &on_delta).await.unwrap();
-    (reply.message, seen.into_inner().unwrap())
+    check_calls(&reply.message, &seen.into_inner().unwrap())
 }
 
 /// Checks the fragments of every stored call: joined, they are its arguments; its id and name
@@ -129,8 +131,6 @@ fn sse(events: &[(&str, serde_json::Value)]) -> Vec<u8> {
 
 #[tokio::test]
 async fn chat_completions_tool_call_fragments_join_to_the_stored_arguments() {
-    let server = MockServer::start().await;
-    let wire = support::chat_at(&server.uri());
     let chunk = |delta: serde_json::Value| json!({"choices": [{"index": 0, "delta": delta}]});
     let mut body = sse(&[
         (
@@ -166,14 +166,12 @@ async fn chat_completions_tool_call_fragments_join_to_the_stored_arguments() {
         ),
     ]);
     body.extend_from_slice(b"data: [DONE]\n\n");
-    let (msg, seen) = stream_through(&server, &wire, body, "text/event-stream").await;
-    assert_eq!(check_calls(&msg, &seen), ["C", "C", "T0", "T0", "T0", "T1"]);
+    let calls = calls_through(support::chat_at, body, "text/event-stream").await;
+    assert_eq!(calls, ["C", "C", "T0", "T0", "T0", "T1"]);
 }
 
 #[tokio::test]
 async fn anthropic_tool_use_fragments_join_to_the_stored_input() {
-    let server = MockServer::start().await;
-    let wire = support::anthropic_at(&server.uri());
     let start = |i: u32, block: serde_json::Value| {
         (
             "content_block_start",
@@ -229,17 +227,12 @@ async fn anthropic_tool_use_fragments_join_to_the_stored_input() {
         ),
         ("message_stop", json!({"type": "message_stop"})),
     ]);
-    let (msg, seen) = stream_through(&server, &wire, body, "text/event-stream").await;
-    assert_eq!(
-        check_calls(&msg, &seen),
-        ["C", "T0", "T0", "T0", "C", "T1", "T1"]
-    );
+    let calls = calls_through(support::anthropic_at, body, "text/event-stream").await;
+    assert_eq!(calls, ["C", "T0", "T0", "T0", "C", "T1", "T1"]);
 }
 
 #[tokio::test]
 async fn bedrock_tool_use_fragments_join_to_the_stored_input() {
-    let server = MockServer::start().await;
-    let wire = support::bedrock_at(&server.uri());
     let p = "abcdefgh";
     let body = [
         frame("messageStart", json!({"role": "assistant", "p": p})),
@@ -257,18 +250,17 @@ async fn bedrock_tool_use_fragments_join_to_the_stored_input() {
         frame("metadata", json!({"usage": {"inputTokens": 5, "outputTokens": 9, "totalTokens": 14}, "metrics": {"latencyMs": 3}, "p": p})),
     ]
     .concat();
-    let (msg, seen) =
-        stream_through(&server, &wire, body, "application/vnd.amazon.eventstream").await;
-    assert_eq!(
-        check_calls(&msg, &seen),
-        ["C", "T0", "T0", "T0", "C", "T1", "T1"]
-    );
+    let calls = calls_through(
+        support::bedrock_at,
+        body,
+        "application/vnd.amazon.eventstream",
+    )
+    .await;
+    assert_eq!(calls, ["C", "T0", "T0", "T0", "C", "T1", "T1"]);
 }
 
 #[tokio::test]
 async fn gemini_function_calls_arrive_whole_as_one_fragment_each() {
-    let server = MockServer::start().await;
-    let wire = support::gemini_at(&format!("{}/v1beta", server.uri()));
     let parts = |parts: serde_json::Value| {
         (
             "",
@@ -287,14 +279,17 @@ async fn gemini_function_calls_arrive_whole_as_one_fragment_each() {
             json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": "ping", "args": {}}}], "role": "model"}, "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 9}}),
         ),
     ]);
-    let (msg, seen) = stream_through(&server, &wire, body, "text/event-stream").await;
-    assert_eq!(check_calls(&msg, &seen), ["C", "T0", "C", "T1"]);
+    let calls = calls_through(
+        |uri| support::gemini_at(&format!("{uri}/v1beta")),
+        body,
+        "text/event-stream",
+    )
+    .await;
+    assert_eq!(calls, ["C", "T0", "C", "T1"]);
 }
 
 #[tokio::test]
 async fn responses_function_call_fragments_join_to_the_stored_arguments() {
-    let server = MockServer::start().await;
-    let wire = support::responses_at(&format!("{}/v1", server.uri()));
     let message = json!({"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "annotations": [], "text": "Checking."}]});
     let call = |args: &str| json!({"id": "fc_1", "type": "function_call", "status": "completed", "arguments": args, "call_id": "call_1", "name": "now"});
     let body = sse(&[
@@ -336,6 +331,11 @@ async fn responses_function_call_fragments_join_to_the_stored_arguments() {
             json!({"type": "response.completed", "response": {"status": "completed", "output": [], "usage": {"input_tokens": 5, "output_tokens": 9, "total_tokens": 14}}}),
         ),
     ]);
-    let (msg, seen) = stream_through(&server, &wire, body, "text/event-stream").await;
-    assert_eq!(check_calls(&msg, &seen), ["C", "T0", "T0", "T0", "T1"]);
+    let calls = calls_through(
+        |uri| support::responses_at(&format!("{uri}/v1")),
+        body,
+        "text/event-stream",
+    )
+    .await;
+    assert_eq!(calls, ["C", "T0", "T0", "T0", "T1"]);
 }

@@ -130,6 +130,31 @@ fn shown(body: &Value) -> String {
     body.to_string().chars().take(300).collect()
 }
 
+/// `request` sent, its answer checked against the description of `method path` ([`conforms`]).
+async fn sent(
+    d: &Description,
+    method: &str,
+    path: &str,
+    request: reqwest::RequestBuilder,
+) -> Value {
+    conforms(d, method, path, request.send().await.unwrap()).await
+}
+
+/// `body` posted to `path` by `post` whole, then streamed (`"stream": true` added), each answer
+/// checked against the description; the whole answer's body.
+async fn whole_then_streamed(
+    d: &Description,
+    path: &str,
+    body: &Value,
+    post: impl Fn(&str, &Value) -> reqwest::RequestBuilder,
+) -> Value {
+    let reply = sent(d, "post", path, post(path, body)).await;
+    let mut streamed = body.clone();
+    streamed["stream"] = true.into();
+    sent(d, "post", path, post(path, &streamed)).await;
+    reply
+}
+
 /// Every `.rs` file under `dir`, concatenated.
 fn sources(dir: &std::path::Path) -> String {
     let mut text = String::new();
@@ -234,19 +259,10 @@ async fn real_answers_match_the_described_responses() {
     let post =
         |path: &str, body: &Value| client.post(gateway.url(path)).bearer_auth(KEY).json(body);
 
-    let mut streamed = hello("hello");
-    streamed["model"] = model.into();
-    let mut whole = streamed.clone();
-    streamed["stream"] = true.into();
-    let reply = conforms(&d, "post", chat, post(chat, &whole).send().await.unwrap()).await;
+    let mut whole = hello("hello");
+    whole["model"] = model.into();
+    let reply = whole_then_streamed(&d, chat, &whole, post).await;
     assert_eq!(reply["object"], "chat.completion", "{reply}");
-    conforms(
-        &d,
-        "post",
-        chat,
-        post(chat, &streamed).send().await.unwrap(),
-    )
-    .await;
     let refusals = [
         (json!({"model": model}), 400),
         (
@@ -277,33 +293,12 @@ async fn real_answers_match_the_described_responses() {
             .json(body)
     };
     let turn = json!({"model": model, "max_tokens": 256, "messages": [{"role": "user", "content": "hello"}]});
-    let reply = conforms(
-        &d,
-        "post",
-        messages,
-        anthropic(messages, &turn).send().await.unwrap(),
-    )
-    .await;
+    let reply = whole_then_streamed(&d, messages, &turn, anthropic).await;
     assert_eq!(reply["type"], "message", "{reply}");
-    let mut stream = turn.clone();
-    stream["stream"] = true.into();
-    conforms(
-        &d,
-        "post",
-        messages,
-        anthropic(messages, &stream).send().await.unwrap(),
-    )
-    .await;
     whole = turn.clone();
     whole.as_object_mut().unwrap().remove("max_tokens");
     let count = "/v1/messages/count_tokens";
-    let counted = conforms(
-        &d,
-        "post",
-        count,
-        anthropic(count, &whole).send().await.unwrap(),
-    )
-    .await;
+    let counted = sent(&d, "post", count, anthropic(count, &whole)).await;
     assert!(counted["input_tokens"].as_u64().unwrap() > 0, "{counted}");
     let mut unknown = turn.clone();
     unknown["model"] = "nope".into();
@@ -323,31 +318,10 @@ async fn real_answers_match_the_described_responses() {
     // The Responses door and its compaction.
     let responses = "/v1/responses";
     let ask = json!({"model": model, "input": "hello"});
-    let reply = conforms(
-        &d,
-        "post",
-        responses,
-        post(responses, &ask).send().await.unwrap(),
-    )
-    .await;
+    let reply = whole_then_streamed(&d, responses, &ask, post).await;
     assert_eq!(reply["object"], "response", "{reply}");
-    let mut stream = ask.clone();
-    stream["stream"] = true.into();
-    conforms(
-        &d,
-        "post",
-        responses,
-        post(responses, &stream).send().await.unwrap(),
-    )
-    .await;
     let compact = "/v1/responses/compact";
-    let compacted = conforms(
-        &d,
-        "post",
-        compact,
-        post(compact, &ask).send().await.unwrap(),
-    )
-    .await;
+    let compacted = sent(&d, "post", compact, post(compact, &ask)).await;
     assert_eq!(compacted["object"], "response.compaction", "{compacted}");
     let mut previous = ask.clone();
     previous["previous_response_id"] = "resp_nope".into();
@@ -367,13 +341,7 @@ async fn real_answers_match_the_described_responses() {
         conforms(&d, "get", responses, socket.send().await.unwrap()).await["error"]["code"],
         Value::Null
     );
-    conforms(
-        &d,
-        "get",
-        responses,
-        client.get(gateway.url(responses)).send().await.unwrap(),
-    )
-    .await;
+    sent(&d, "get", responses, client.get(gateway.url(responses))).await;
 
     // The model list in each shape, and the operational endpoints.
     let models = "/v1/models";
@@ -616,21 +584,19 @@ async fn admin_and_inspector_answers_match_the_described_responses() {
     let outside = client.get(gateway.url("/ui/keys")).send().await.unwrap();
     assert_eq!(outside.status(), 303);
     conforms(&d, "get", "/ui/keys", outside).await;
-    let foreign = client
-        .post(gateway.url("/ui/keys"))
-        .header("cookie", &cookie)
-        .header("sec-fetch-site", "cross-site")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("tenant=initech");
+    // The key form, posted with the session's cookie.
+    let create = || {
+        client
+            .post(gateway.url("/ui/keys"))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("tenant=initech")
+    };
+    let foreign = create().header("sec-fetch-site", "cross-site");
     let foreign = foreign.send().await.unwrap();
     assert_eq!(foreign.status(), 403);
     conforms(&d, "post", "/ui/keys", foreign).await;
-    let created = client
-        .post(gateway.url("/ui/keys"))
-        .header("cookie", &cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("tenant=initech");
-    conforms(&d, "post", "/ui/keys", created.send().await.unwrap()).await;
+    sent(&d, "post", "/ui/keys", create()).await;
     let out = client
         .post(gateway.url("/ui/logout"))
         .header("cookie", &cookie);

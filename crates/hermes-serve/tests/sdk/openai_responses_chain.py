@@ -8,23 +8,13 @@ import json
 import sys
 
 import openai
-from openai import OpenAI
 from openai.types.responses import Response
 
+import responses_common
+
 cfg = json.load(sys.stdin)
-client = OpenAI(api_key=cfg["key"], base_url=cfg["base_url"], max_retries=0)
-TOOLS = [
-    {
-        "type": "function",
-        "name": "now",
-        "description": "The time",
-        "parameters": {"type": "object", "properties": {}},
-        "strict": False,
-    }
-]
-ARGS = dict(model=cfg["model"], tools=TOOLS, store=True)
-if cfg.get("effort"):
-    ARGS["reasoning"] = {"effort": cfg["effort"], "summary": "auto"}
+client = responses_common.client(cfg)
+ARGS = responses_common.args(cfg, store=True)
 
 
 def seen(r):

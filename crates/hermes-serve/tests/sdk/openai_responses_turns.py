@@ -12,7 +12,6 @@ import copy
 import json
 import sys
 
-from openai import OpenAI
 from openai.types.responses import (
     Response,
     ResponseCompactionItem,
@@ -21,27 +20,17 @@ from openai.types.responses import (
 )
 from pydantic import TypeAdapter
 
+import responses_common
+
 cfg = json.load(sys.stdin)
-client = OpenAI(api_key=cfg["key"], base_url=cfg["base_url"], max_retries=0)
+client = responses_common.client(cfg)
 EVENTS = TypeAdapter(ResponseStreamEvent)
-TOOLS = [
-    {
-        "type": "function",
-        "name": "now",
-        "description": "The time",
-        "parameters": {"type": "object", "properties": {}},
-        "strict": False,
-    }
-]
-ARGS = dict(
-    model=cfg["model"],
-    tools=TOOLS,
+ARGS = responses_common.args(
+    cfg,
     store=False,
     include=["reasoning.encrypted_content"],
     instructions="You are terse.",
 )
-if cfg.get("effort"):
-    ARGS["reasoning"] = {"effort": cfg["effort"], "summary": "auto"}
 
 
 def turn(items):
