@@ -50,7 +50,7 @@ pub use home::{STATE_DB, open_store, open_store_with, store_path};
 pub use open::Toolset;
 pub use preview::{Preview, PreviewOptions, write_pretty};
 pub use receipt::{DEFAULT_RETRY_WINDOW, Idempotency, MAX_KEY_LEN};
-pub use request::{Completion, Event, Events, History, Request, Settings, ToolMode};
+pub use request::{Completion, Event, Events, History, Request, ServingEngine, Settings, ToolMode};
 pub use session::{ChatSession, OpenOptions, reply_text};
 pub use settle::{
     ApiKey, Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES,
@@ -111,8 +111,6 @@ pub struct Engine {
     /// The sessions this process holds, one in-process lock each (two holders in one process
     /// queue on it rather than polling the store).
     local: lease::Local,
-    /// The store and settings requests are served with ([`Engine::with_store`]).
-    runtime: Option<Arc<request::Runtime>>,
     /// The wires settled targets speak: the built-ins and any a third party added
     /// ([`Engine::with_wire`]).
     wires: Arc<hermes_providers::Wires>,
@@ -149,7 +147,6 @@ impl Engine {
             table: Arc::new(table),
             clients: Arc::default(),
             local: lease::Local::default(),
-            runtime: None,
             wires: Arc::new(builtin_wires()),
             simulators: None,
             capture_content: false,

@@ -1,6 +1,6 @@
 //! The request-shaped entry point a server (and any front end) calls: a [`Request`] in, a
-//! [`Completion`] out ([`Engine::complete`]), or the same as a stream of [`Event`]s
-//! ([`Engine::stream`]). One request is one turn: its input is stored with the first step, each
+//! [`Completion`] out ([`ServingEngine::complete`]), or the same as a stream of [`Event`]s
+//! ([`ServingEngine::stream`]). One request is one turn: its input is stored with the first step, each
 //! step whole, and nothing holds a lock on the conversation for the length of a stream.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -360,39 +360,51 @@ impl std::fmt::Debug for Events {
 }
 
 impl Engine {
-    /// This engine, serving requests ([`Engine::complete`], [`Engine::stream`]) from `store`
-    /// with `settings`.
-    pub fn with_store(mut self, store: Store, settings: Settings) -> Self {
-        self.runtime = Some(Arc::new(Runtime { store, settings }));
-        self
+    /// This engine, serving requests ([`ServingEngine::complete`], [`ServingEngine::stream`])
+    /// from `store` with `settings`.
+    pub fn with_store(self, store: Store, settings: Settings) -> ServingEngine {
+        ServingEngine {
+            engine: self,
+            runtime: Arc::new(Runtime { store, settings }),
+        }
+    }
+}
+
+/// An [`Engine`] serving requests: it owns the store they are served from and the settings
+/// they run with ([`Engine::with_store`]). The gateway serves with one; a
+/// [`crate::ChatSession`] runs each turn through one. Cheap to clone.
+#[derive(Clone)]
+pub struct ServingEngine {
+    pub(crate) engine: Engine,
+    pub(crate) runtime: Arc<Runtime>,
+}
+
+impl ServingEngine {
+    /// The engine: its routes, wires and simulators.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
-    /// The settings requests are served with (none without a store).
-    pub fn settings(&self) -> Option<&Settings> {
-        self.runtime.as_deref().map(|r| &r.settings)
+    /// The settings requests are served with.
+    pub fn settings(&self) -> &Settings {
+        &self.runtime.settings
     }
 
-    /// The store requests are served from (none without one): the gateway counts its shared
-    /// limits and checks its keys there.
-    pub fn store(&self) -> Option<&Store> {
-        self.runtime.as_deref().map(|r| &r.store)
+    /// The store requests are served from: the gateway counts its shared limits and checks its
+    /// keys there.
+    pub fn store(&self) -> &Store {
+        &self.runtime.store
     }
 
-    /// Whether requests can be served: the engine has a store and the store answers.
+    /// Whether requests can be served: the store answers.
     pub async fn ready(&self) -> Result<(), EngineError> {
-        let runtime = self.runtime.as_deref().ok_or_else(|| {
-            EngineError::Usage("this engine serves no requests: it has no store".into())
-        })?;
-        Ok(runtime.store.ping().await?)
+        Ok(self.runtime.store.ping().await?)
     }
 
     /// The gateway's signing key (docs/spec.md §10, "Messages-door signatures"), from the store
     /// every replica shares; made on first use.
     pub async fn signing_key(&self) -> Result<hermes_store::SigningKey, EngineError> {
-        let runtime = self.runtime.as_deref().ok_or_else(|| {
-            EngineError::Usage("this engine serves no requests: it has no store".into())
-        })?;
-        Ok(runtime.store.signing_key().await?)
+        Ok(self.runtime.store.signing_key().await?)
     }
 
     /// Runs `request` as one turn and returns what it added. Deltas and other events reach
@@ -406,9 +418,7 @@ impl Engine {
         request: Request,
         notify: &(dyn Fn(&DriverEvent) + Send + Sync),
     ) -> Result<Completion, EngineError> {
-        let runtime = self.runtime.clone().ok_or_else(|| {
-            EngineError::Usage("this engine serves no requests: it has no store".into())
-        })?;
+        let runtime = &self.runtime;
         let span = tracing::info_span!(
             "session_turn",
             session = request.session.as_deref(),
@@ -417,7 +427,7 @@ impl Engine {
             model = tracing::field::Empty,
         );
         let result = tracing::Instrument::instrument(
-            self.complete_in_span(&runtime, request, notify, &span),
+            self.complete_in_span(runtime, request, notify, &span),
             span.clone(),
         )
         .await;
@@ -427,13 +437,13 @@ impl Engine {
         result
     }
 
-    /// [`Engine::spawn`] with the provider asked for a stream: deltas are events as they
+    /// [`ServingEngine::spawn`] with the provider asked for a stream: deltas are events as they
     /// arrive.
     pub fn stream(&self, request: Request) -> Events {
         self.spawn(request.stream(true))
     }
 
-    /// [`Engine::complete`] run on a task of its own (so its future is `Send` and `'static`,
+    /// [`ServingEngine::complete`] run on a task of its own (so its future is `Send` and `'static`,
     /// and the turn outlives a caller that goes away: see [`Events`]), reporting as events.
     pub fn spawn(&self, mut request: Request) -> Events {
         let events = Arc::new(crate::queue::Queue::new());
@@ -591,7 +601,7 @@ impl Engine {
                     tip,
                     left_out,
                 } = open_snapshot(
-                    self,
+                    &self.engine,
                     &choice,
                     snapshot,
                     &settings.defaults,
@@ -640,7 +650,7 @@ impl Engine {
             Live::Started(target) => target,
             Live::Settled(settled) => Arc::new(
                 Box::pin(Target::start(
-                    self,
+                    &self.engine,
                     *settled,
                     &settings.limits,
                     settings.aws.as_ref(),
@@ -653,7 +663,7 @@ impl Engine {
             // and host are settled: only to Claude on the Messages wire (docs/spec.md §10). What is
             // stored (the preamble) keeps them as sent.
             crate::wires::client_blocks_to(
-                self.wires(),
+                self.engine.wires(),
                 &mut conversation.messages,
                 target.transport.wire().id(),
                 &target.base(),

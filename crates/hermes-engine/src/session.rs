@@ -16,7 +16,7 @@ use crate::error::EngineError;
 use crate::lease::Held;
 use crate::log::StoreLog;
 use crate::open::{NoTools, Opened, Toolset, driver_config, open_snapshot};
-use crate::request::{Completion, Exclusive, Request, Runtime, Settings, ToolMode};
+use crate::request::{Completion, Exclusive, Request, ServingEngine, Settings, ToolMode};
 use crate::settle::{Choice, Defaults, Purpose, Settled};
 use crate::summarize::TransportSummarizer;
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
@@ -119,14 +119,12 @@ impl OpenOptions {
 }
 
 /// A chat in progress: a front end's conversation with one stored session, each turn a
-/// [`Request`] on the engine's one request path ([`Engine::complete`]) under the
+/// [`Request`] on the engine's one request path ([`ServingEngine::complete`]) under the
 /// exclusive policy — the session's lease instead of compare-and-append, its target started
 /// once.
 pub struct ChatSession {
     /// The engine, serving from the session's store with its settings.
-    engine: Engine,
-    /// That store and those settings.
-    runtime: Arc<Runtime>,
+    serving: ServingEngine,
     target: Arc<Target>,
     tools: Toolset,
     driver_config: DriverConfig,
@@ -203,12 +201,8 @@ impl ChatSession {
         settings.aws = options.aws;
         settings.limits = options.limits;
         settings.reprobe_after = options.reprobe_after;
-        let runtime = Arc::new(Runtime { store, settings });
-        let mut engine = engine.clone();
-        engine.runtime = Some(runtime.clone());
         Ok(ChatSession {
-            engine,
-            runtime,
+            serving: engine.clone().with_store(store, settings),
             target: Arc::new(target),
             tools,
             driver_config,
@@ -246,7 +240,7 @@ impl ChatSession {
 
     /// The store.
     pub fn store(&self) -> &Store {
-        &self.runtime.store
+        &self.serving.runtime.store
     }
 
     /// True when replies stream.
@@ -260,7 +254,7 @@ impl ChatSession {
         self.driver_config.thinking
     }
 
-    /// Runs one user turn with its tool loop, as a [`Request`] through [`Engine::complete`]
+    /// Runs one user turn with its tool loop, as a [`Request`] through [`ServingEngine::complete`]
     /// with the session's tools run by the engine: the stored view read once, each step stored
     /// whole; a new session is created with its first step, so a first turn that fails stores
     /// nothing. Afterwards [`ChatSession::conversation`] is what the turn left (after a failed
@@ -284,7 +278,7 @@ impl ChatSession {
                 created: self.created.clone(),
             });
         request.session = self.id.clone();
-        let result = self.engine.complete(request, notify).await;
+        let result = self.serving.complete(request, notify).await;
         self.adopt_created();
         match result {
             Ok(mut completion) => {
@@ -322,10 +316,13 @@ impl ChatSession {
             aws,
             limits,
             ..
-        } = &self.runtime.settings;
-        self.engine.check_provider(&choice, None, defaults)?;
+        } = &self.serving.runtime.settings;
+        self.serving
+            .engine
+            .check_provider(&choice, None, defaults)?;
         let settled =
-            self.engine
+            self.serving
+                .engine
                 .settle(Purpose::Send, &choice, None, defaults, &|var: &str| {
                     key(var)
                 })?;
@@ -333,13 +330,15 @@ impl ChatSession {
             &settled.model,
             &self.compaction_overrides,
         );
-        self.target = Arc::new(Target::start(&self.engine, settled, limits, aws.as_ref()).await?);
+        self.target =
+            Arc::new(Target::start(&self.serving.engine, settled, limits, aws.as_ref()).await?);
         self.driver_config.passthrough =
             crate::compaction::threshold(&self.target, &self.compaction_overrides);
         self.unfit_at = None;
         if let Some(id) = &self.id {
             let settled = &self.target.settled;
-            self.runtime
+            self.serving
+                .runtime
                 .store
                 .set_target(
                     id,
@@ -361,7 +360,7 @@ impl ChatSession {
         let Some(id) = self.id.clone() else {
             return Ok(None);
         };
-        let rows = self.runtime.store.active(&id).await?;
+        let rows = self.serving.runtime.store.active(&id).await?;
         let history: Vec<Message> = rows.iter().map(|r| r.message.clone()).collect();
         let mut native_failed = None;
         if let Some(native) = self.target.transport.wire().native_compaction() {
@@ -396,7 +395,7 @@ impl ChatSession {
         if manual {
             config.target_percent = 0;
         }
-        let log = StoreLog::stored(&self.runtime.store, &id);
+        let log = StoreLog::stored(&self.serving.runtime.store, &id);
         let summarizer = self.summarizer(&log);
         let decision = &self.target.decision;
         let mut summary_failed = None;
@@ -420,8 +419,12 @@ impl ChatSession {
             };
         };
         let plan = crate::compaction::plan(&id, &rows, &result)?;
-        self.runtime.store.apply_compaction(&id, &plan).await?;
-        self.conversation.messages = self.runtime.store.messages(&id).await?;
+        self.serving
+            .runtime
+            .store
+            .apply_compaction(&id, &plan)
+            .await?;
+        self.conversation.messages = self.serving.runtime.store.messages(&id).await?;
         self.unfit_at = (!result.fits).then_some(self.conversation.messages.len());
         Ok(Some(match native_failed {
             Some(e) => format!(
@@ -446,7 +449,7 @@ impl ChatSession {
         span: NativeSpan<'_>,
     ) -> Compacted {
         use hermes_compaction::Summarizer as _;
-        let log = StoreLog::stored(&self.runtime.store, span.id);
+        let log = StoreLog::stored(&self.serving.runtime.store, span.id);
         let summary = if native.with_summary {
             let summary = self
                 .summarizer(&log)
@@ -505,8 +508,12 @@ impl ChatSession {
         checkpoint: Message,
     ) -> Result<(usize, usize), EngineError> {
         let plan = crate::compaction::native_plan(span.rows, span.start, span.end, checkpoint);
-        self.runtime.store.apply_compaction(span.id, &plan).await?;
-        self.conversation.messages = self.runtime.store.messages(span.id).await?;
+        self.serving
+            .runtime
+            .store
+            .apply_compaction(span.id, &plan)
+            .await?;
+        self.conversation.messages = self.serving.runtime.store.messages(span.id).await?;
         let decision = &self.target.decision;
         let before = hermes_core::estimate_history(span.history, decision);
         let after = hermes_core::estimate_history(&self.conversation.messages, decision);
@@ -593,9 +600,16 @@ impl ChatSession {
             if let Some(old) = self.lease.take() {
                 old.release().await?;
             }
-            let wait = self.runtime.settings.limits.lease_wait;
-            self.lease =
-                Some(Held::acquire(&self.engine.local, &self.runtime.store, &id, wait).await?);
+            let wait = self.serving.runtime.settings.limits.lease_wait;
+            self.lease = Some(
+                Held::acquire(
+                    &self.serving.engine.local,
+                    &self.serving.runtime.store,
+                    &id,
+                    wait,
+                )
+                .await?,
+            );
         }
         Ok(())
     }
@@ -623,7 +637,9 @@ impl ChatSession {
     pub async fn reload(&mut self) -> Result<(), EngineError> {
         self.adopt_created();
         match &self.id {
-            Some(id) => self.conversation.messages = self.runtime.store.messages(id).await?,
+            Some(id) => {
+                self.conversation.messages = self.serving.runtime.store.messages(id).await?
+            }
             None => self.conversation.messages.clear(),
         }
         Ok(())
@@ -635,7 +651,7 @@ impl ChatSession {
         let id = self.id.clone().ok_or_else(|| {
             EngineError::Usage("nothing to branch yet: send a message first".into())
         })?;
-        let branch = self.runtime.store.branch(&id, None).await?;
+        let branch = self.serving.runtime.store.branch(&id, None).await?;
         self.id = Some(branch.clone());
         Ok((id, branch))
     }

@@ -98,11 +98,6 @@ fn store_failed(e: StoreError) -> ApiError {
     }
 }
 
-/// The store of the gateway.
-fn store(inner: &Inner) -> Result<&hermes_engine::store::Store, ApiError> {
-    inner.store()
-}
-
 /// Now, Unix milliseconds.
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -219,7 +214,7 @@ const PAGE: usize = 50;
 /// A page of the tenants' conversations ([`ListQuery`]).
 pub(crate) async fn list(inner: &Inner, query: &ListQuery) -> Result<Page, ApiError> {
     let query = query.trimmed();
-    let store = store(inner)?;
+    let store = inner.store();
     let filter = ConversationFilter::new()
         .tenant(query.tenant.clone())
         .partition(query.partition.clone())
@@ -494,7 +489,7 @@ fn left_out_why(requests: &[Entry], marked_at: i64) -> Option<String> {
 /// One conversation ([`Conversation`]); 404 when there is none of that id, or it is not a
 /// gateway conversation.
 pub(crate) async fn conversation(inner: &Inner, id: &str) -> Result<Conversation, ApiError> {
-    let store = store(inner)?;
+    let store = inner.store();
     let meta = store.session(id).await.map_err(store_failed)?;
     if meta.tenant.is_none() {
         return Err(ApiError::not_found(format!("no conversation {id}")));
@@ -699,7 +694,8 @@ pub(crate) struct Key {
 
 /// Every gateway key, admin keys included.
 pub(crate) async fn keys(inner: &Inner) -> Result<Vec<Key>, ApiError> {
-    let keys = store(inner)?
+    let keys = inner
+        .store()
         .gateway_keys(None)
         .await
         .map_err(store_failed)?;
@@ -739,7 +735,8 @@ pub(crate) struct CreateKey {
 
 /// Makes a key for `tenant` (400 for a name the store refuses).
 pub(crate) async fn create_key(inner: &Inner, tenant: &str) -> Result<Created, ApiError> {
-    let key = store(inner)?
+    let key = inner
+        .store()
         .add_gateway_key(tenant)
         .await
         .map_err(|e| match e {
@@ -772,7 +769,8 @@ async fn create_key_json(
 
 /// Revokes the key `id` names (`hk_<id>` or `<id>`): whether there was one.
 pub(crate) async fn revoke_key(inner: &Inner, id: &str) -> Result<bool, ApiError> {
-    store(inner)?
+    inner
+        .store()
         .revoke_gateway_key(id)
         .await
         .map_err(store_failed)
@@ -797,7 +795,7 @@ pub(crate) struct Tenant {
 
 /// Every tenant that holds a key or a conversation.
 pub(crate) async fn tenants(inner: &Inner) -> Result<Vec<Tenant>, ApiError> {
-    let store = store(inner)?;
+    let store = inner.store();
     let names = store.tenants().await.map_err(store_failed)?;
     let keys = store.gateway_keys(None).await.map_err(store_failed)?;
     Ok(names

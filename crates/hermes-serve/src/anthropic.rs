@@ -165,6 +165,7 @@ async fn count(inner: &Inner, body: &[u8]) -> Result<Response, ApiError> {
     );
     let decision = inner
         .engine
+        .engine()
         .table()
         .resolve(&target, hermes_core::ResolveOptions::default());
     let mut tokens = hermes_core::estimate_history(&parsed.messages, &decision);

@@ -2,8 +2,8 @@
 //! whole and streamed as SSE), OpenAI Responses (`POST /v1/responses`, whole and streamed),
 //! Anthropic Messages (`POST /v1/messages`, whole and streamed;
 //! `POST /v1/messages/count_tokens`), `GET /v1/models`, `GET /healthz` and `GET /readyz`, on axum,
-//! over [`hermes_engine`] only: every request is one [`Engine::complete`] or
-//! [`Engine::stream`] call, the client's tools go upstream as the client defined them and are
+//! over [`hermes_engine`] only: every request is one [`ServingEngine::complete`] or
+//! [`ServingEngine::stream`] call, the client's tools go upstream as the client defined them and are
 //! never run here, and the store is reached only through the engine.
 //!
 //! Gateway keys are checked per request through [`Keys`] ([`StoreKeys`]: the store's, a key's
@@ -89,7 +89,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hermes_engine::Engine;
+use hermes_engine::ServingEngine;
 use serde_json::{Value, json};
 
 use gate::gated;
@@ -307,9 +307,6 @@ pub enum ServeError {
         "refusing to serve open metrics on {0}: set `metrics_token` in [serve] of config.toml (GET /metrics then needs `Authorization: Bearer <metrics_token>`), or serve on a loopback address"
     )]
     OpenMetricsOffLoopback(SocketAddr),
-    /// The engine has no store to serve from.
-    #[error("the engine serves no requests: it has no store (Engine::with_store)")]
-    NoStore,
     /// The listener failed.
     #[error("the listener failed: {0}")]
     Io(#[from] std::io::Error),
@@ -322,7 +319,7 @@ pub struct Gateway {
 }
 
 struct Inner {
-    engine: Engine,
+    engine: ServingEngine,
     config: ServeConfig,
     /// Set when the drain bound ran out: every request still running ends now.
     cut: tokio::sync::watch::Sender<bool>,
@@ -341,7 +338,7 @@ impl Inner {
     /// the door's default), or the door's 404.
     fn resolve(&self, door: Door, model: &str) -> Result<hermes_engine::Choice, ApiError> {
         model::resolve(
-            &self.engine,
+            self.engine.engine(),
             &self.config.models,
             self.config.default_model(door),
             model,
@@ -349,10 +346,8 @@ impl Inner {
     }
 
     /// The engine's store (the Responses door's kept responses and checkpoints live there).
-    fn store(&self) -> Result<&hermes_engine::store::Store, ApiError> {
-        self.engine
-            .store()
-            .ok_or_else(|| ApiError::internal("the gateway has no store"))
+    fn store(&self) -> &hermes_engine::store::Store {
+        self.engine.store()
     }
 
     /// What one request of `tenant` records from its engine events.
@@ -386,13 +381,9 @@ impl Inner {
 }
 
 impl Gateway {
-    /// A gateway serving requests with `engine` (which must have a store:
-    /// [`Engine::with_store`]).
-    pub fn new(engine: Engine, config: ServeConfig) -> Result<Self, ServeError> {
-        let Some(store) = engine.store() else {
-            return Err(ServeError::NoStore);
-        };
-        let limiter = limits::Limiter::new(store.clone(), config.limits.clone());
+    /// A gateway serving requests with `engine` ([`hermes_engine::Engine::with_store`]).
+    pub fn new(engine: ServingEngine, config: ServeConfig) -> Result<Self, ServeError> {
+        let limiter = limits::Limiter::new(engine.store().clone(), config.limits.clone());
         let metrics = config.metrics.then(|| Arc::new(metrics::Metrics::new()));
         Ok(Gateway {
             inner: Arc::new(Inner {
@@ -553,11 +544,10 @@ struct Retention(tokio::task::JoinHandle<()>);
 
 impl Retention {
     fn start(inner: &Arc<Inner>, age: Duration) -> Retention {
-        let store = inner.engine.store().cloned();
+        let store = inner.engine.store().clone();
         let every = (age / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
         let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
         Retention(tokio::spawn(async move {
-            let Some(store) = store else { return };
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -618,31 +608,30 @@ async fn models(
     // The gate's auth layer checked the key.
 
     let mut ids: Vec<String> = inner.config.models.keys().cloned().collect();
-    if let Some(settings) = inner.engine.settings() {
-        let defaults = &settings.defaults;
-        for (spec, _) in inner.engine.wires().providers() {
-            let configured = defaults.providers.get(spec.id);
-            let var = configured
-                .and_then(|p| p.key_var.as_deref())
-                .or(spec.key_var);
-            let usable = match var {
-                Some(var) => (settings.key)(var).is_some_and(|k| !k.is_empty()),
-                None => configured.is_some_and(|p| p.base_url.is_some()),
-            };
-            if !usable {
-                continue;
-            }
-            let model = configured.and_then(|p| p.model.clone()).or_else(|| {
-                (defaults.provider.as_deref() == Some(spec.id))
-                    .then(|| defaults.model.clone())
-                    .flatten()
-            });
-            ids.push(format!("{}/{}", spec.id, model.as_deref().unwrap_or("*")));
+    let settings = inner.engine.settings();
+    let defaults = &settings.defaults;
+    for (spec, _) in inner.engine.engine().wires().providers() {
+        let configured = defaults.providers.get(spec.id);
+        let var = configured
+            .and_then(|p| p.key_var.as_deref())
+            .or(spec.key_var);
+        let usable = match var {
+            Some(var) => (settings.key)(var).is_some_and(|k| !k.is_empty()),
+            None => configured.is_some_and(|p| p.base_url.is_some()),
+        };
+        if !usable {
+            continue;
         }
+        let model = configured.and_then(|p| p.model.clone()).or_else(|| {
+            (defaults.provider.as_deref() == Some(spec.id))
+                .then(|| defaults.model.clone())
+                .flatten()
+        });
+        ids.push(format!("{}/{}", spec.id, model.as_deref().unwrap_or("*")));
     }
     // The simulators, when this gateway serves them (`hermes serve --allow-sim`): any model of
     // each profile.
-    for profile in inner.engine.sim_profiles() {
+    for profile in inner.engine.engine().sim_profiles() {
         ids.push(format!("sim/{}/*", profile.name));
     }
     for target in inner.config.default_models.values() {
@@ -652,7 +641,7 @@ async fn models(
     }
     // What the tenant may call (`allow_models`): an alias by what it names. Without the
     // simulators (`--allow-sim`), nothing that names one: the door would refuse it.
-    let simulated = !inner.engine.sim_profiles().is_empty();
+    let simulated = !inner.engine.engine().sim_profiles().is_empty();
     ids.retain(|id| {
         let target = inner.config.models.get(id).unwrap_or(id);
         (simulated || !target.starts_with("sim/"))

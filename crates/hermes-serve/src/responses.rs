@@ -161,13 +161,10 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
         echo,
         trigger,
     } = prepare(inner, &tenant, headers, parsed).await?;
-    let keeper = match (echo.stored(), inner.engine.store()) {
-        (true, Some(store)) => Some(Keeper {
-            store: store.clone(),
-            tenant: tenant.clone(),
-        }),
-        _ => None,
-    };
+    let keeper = echo.stored().then(|| Keeper {
+        store: inner.store().clone(),
+        tenant: tenant.clone(),
+    });
     // Read (and a malformed one refused) before either path: a compaction too.
     let idempotency = turn_idempotency(headers, "responses", session.as_deref(), &turn, &body)?;
     if trigger {
@@ -239,7 +236,7 @@ async fn previous(
     messages: &mut Vec<hermes_core::Message>,
     instructed: bool,
 ) -> Result<String, ApiError> {
-    let store = inner.store()?;
+    let store = inner.store();
     let kept = store
         .kept_response(tenant, id)
         .await
@@ -269,7 +266,7 @@ async fn referenced(
     tenant: &str,
     refs: &[(usize, String)],
 ) -> Result<Vec<Value>, ApiError> {
-    let store = inner.store()?;
+    let store = inner.store();
     let mut outputs: std::collections::HashMap<String, Vec<Value>> = Default::default();
     let mut items = Vec::with_capacity(refs.len());
     for (_, id) in refs {
@@ -337,7 +334,7 @@ async fn checkpoints(
             .split_once('\n')
             .and_then(|(s, i)| Some((s.to_owned(), i.parse::<usize>().ok()?)))
             .ok_or_else(|| refused("its reference does not name a checkpoint"))?;
-        let store = inner.store()?;
+        let store = inner.store();
         let stored = store.messages(&session).await.map_err(store_failed)?;
         let gone = || refused("the conversation it summarised is no longer stored (retention)");
         let checkpoint = stored
@@ -383,7 +380,7 @@ async fn compaction(
         .request(tenant.to_owned(), choice, session)
         .compact(true);
     let completion = complete(inner, request, recorder).await?;
-    let store = inner.store()?;
+    let store = inner.store();
     let stored = store
         .messages(&completion.session)
         .await

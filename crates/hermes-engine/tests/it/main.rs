@@ -22,7 +22,7 @@ fn sim_engine() -> hermes_engine::Engine {
 fn request_engine(
     sim: &hermes_sim::Sim,
     store: &hermes_engine::store::Store,
-) -> hermes_engine::Engine {
+) -> hermes_engine::ServingEngine {
     request_engine_for("deepseek", sim, store)
 }
 
@@ -31,7 +31,7 @@ fn request_engine_for(
     provider: &str,
     sim: &hermes_sim::Sim,
     store: &hermes_engine::store::Store,
-) -> hermes_engine::Engine {
+) -> hermes_engine::ServingEngine {
     hermes_engine::Engine::builtin().with_store(
         store.clone(),
         hermes_engine::Settings::new(

@@ -1,18 +1,18 @@
 //! The request-shaped entry point against the strict DeepSeek V4 simulator and a real SQLite
-//! file: `Engine::complete` starts and continues stored sessions with carriers intact, runs
+//! file: `ServingEngine::complete` starts and continues stored sessions with carriers intact, runs
 //! client-side tools by returning the calling reply, streams its events, and its futures are
 //! `Send` (they run as spawned tasks).
 
 use hermes_core::driver::DriverEvent;
 use hermes_core::{FinishReason, Message, RawJson, Role};
 use hermes_engine::store::Store;
-use hermes_engine::{Choice, Completion, Engine, Event, Request, ToolMode};
+use hermes_engine::{Choice, Completion, Event, Request, ServingEngine, ToolMode};
 use hermes_sim::Sim;
 
 /// An engine serving requests from `store`, DeepSeek at `sim`.
 /// The strict DeepSeek V4 simulator, a fresh SQLite store and an engine serving requests
 /// from it.
-async fn served() -> (Sim, tempfile::TempDir, Store, Engine) {
+async fn served() -> (Sim, tempfile::TempDir, Store, ServingEngine) {
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("state.db")).await.unwrap();
@@ -47,17 +47,17 @@ fn client_request(tenant: &str, history: Vec<Message>) -> Request {
 }
 
 /// Runs `request` to the end: its completion.
-async fn complete(engine: &Engine, request: Request) -> Completion {
+async fn complete(engine: &ServingEngine, request: Request) -> Completion {
     engine.complete(request, &|_| {}).await.unwrap()
 }
 
 /// Runs `request`, which must fail: the error.
-async fn refused(engine: &Engine, request: Request) -> hermes_engine::EngineError {
+async fn refused(engine: &ServingEngine, request: Request) -> hermes_engine::EngineError {
     engine.complete(request, &|_| {}).await.unwrap_err()
 }
 
 /// Runs `request`, which must be refused for its `parameter`.
-async fn refused_for(engine: &Engine, request: Request, parameter: &'static str) {
+async fn refused_for(engine: &ServingEngine, request: Request, parameter: &'static str) {
     let err = refused(engine, request).await;
     assert_eq!(
         err.kind(),
@@ -69,7 +69,7 @@ async fn refused_for(engine: &Engine, request: Request, parameter: &'static str)
 /// acme's client asks `[tools=1] what time is it?` on `choice` with its own tool: the calling
 /// reply, and the client's history after it (the call turn as a client that keeps only content
 /// and tool calls sends it, then the tool's result `12:00`).
-async fn a_call_answered(engine: &Engine, choice: Choice) -> (Completion, Vec<Message>) {
+async fn a_call_answered(engine: &ServingEngine, choice: Choice) -> (Completion, Vec<Message>) {
     let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
     let first = complete(
         engine,
@@ -233,18 +233,6 @@ async fn a_streamed_request_sends_its_deltas_then_the_completion_from_a_spawned_
         }
     });
     assert_eq!(spawned.await.unwrap().unwrap().session, done.session);
-}
-
-#[tokio::test]
-async fn an_engine_without_a_store_refuses_requests_in_words() {
-    let err = Engine::builtin()
-        .complete(Request::user("hi"), &|_| {})
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "this engine serves no requests: it has no store"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -574,7 +562,7 @@ async fn a_turns_future_stays_small() {
 }
 
 /// One way in: a chat session's turns are requests on the same path. Two turns with a server
-/// tool through `ChatSession::turn`, and the same two through `Engine::complete` (the second
+/// tool through `ChatSession::turn`, and the same two through `ServingEngine::complete` (the second
 /// continuing the first's session), against one strict DeepSeek V4 simulator: the bodies it
 /// received are the same bytes, pair by pair, and the two stored sessions hold the same
 /// messages, reasoning carriers included.
@@ -595,7 +583,7 @@ async fn a_chat_sessions_turns_are_the_same_requests_as_the_engines() {
     let turns = ["[tools=1] what time is it?", "and in an hour?"];
 
     let mut chat = hermes_engine::ChatSession::open(
-        &engine,
+        engine.engine(),
         store.clone(),
         crate::deepseek_options(&sim.base_url()),
         tools(),
