@@ -303,7 +303,7 @@ pub struct Completion {
     /// HTTP requests sent upstream.
     pub requests: usize,
     /// The conversation as the turn left it (the history sent, then what the turn added), for
-    /// a chat session's memory; none when the request was answered from the store.
+    /// a chat session's memory ([`Exclusive`] requests only).
     pub(crate) conversation: Option<Box<hermes_core::driver::Conversation>>,
 }
 
@@ -792,7 +792,8 @@ impl ServingEngine {
             messages: outcome.new_messages,
             finish: outcome.finish,
             requests: outcome.requests,
-            conversation: Some(Box::new(conversation)),
+            // Only a chat session keeps it; a gateway's request drops it here.
+            conversation: exclusive.is_some().then(|| Box::new(conversation)),
         })
     }
 
