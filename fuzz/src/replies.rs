@@ -38,12 +38,12 @@ fn whole(input: &[u8], read: WholeRead) {
 
 /// `chat_stream`: a chat-completions SSE stream.
 pub fn chat_stream(input: &[u8]) {
-    stream(input, hermes_providers::fuzzing::chat_stream, true);
+    stream(input, hermes_wire_chat::fuzzing::stream, true);
 }
 
 /// `chat_whole`: a whole chat-completions reply.
 pub fn chat_whole(input: &[u8]) {
-    whole(input, hermes_providers::chat::capture_message);
+    whole(input, hermes_wire_chat::capture_message);
 }
 
 /// `anthropic_stream`: a Messages SSE stream.

@@ -613,8 +613,8 @@ fn ci(args: &[String]) -> anyhow::Result<()> {
 
 /// What `cargo xtask ci` says before it starts.
 const CI_PLAN: &str = "xtask: cargo xtask ci will
-xtask:   1. check formatting and run clippy (7 runs: the workspace, hermes-cli's default build, hermes-providers alone,
-xtask:      hermes-wire-anthropic (without Bedrock), hermes-wire-gemini and hermes-wire-responses alone,
+xtask:   1. check formatting and run clippy (8 runs: the workspace, hermes-cli's default build, hermes-providers alone,
+xtask:      hermes-wire-chat, hermes-wire-anthropic (without Bedrock), hermes-wire-gemini and hermes-wire-responses alone,
 xtask:      hermes-cli without Bedrock, whose cargo tree must hold no aws- crate)
 xtask:   2. fuzz smoke: every cargo-fuzz target for 3 s (cargo-fuzz installed under target/cargo-fuzz, targets built on nightly: long when cold)
 xtask:   3. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
@@ -734,11 +734,12 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
         "cargo clippy -p hermes-cli -p hermes-config (default features)",
         &["-p", "hermes-cli", "-p", "hermes-config"],
     )?;
-    // The providers crate (chat completions and the kit) alone, and the Anthropic (without its
-    // Bedrock door), Gemini and Responses wire crates alone on it (no AWS crate is built for
-    // any).
+    // The providers crate (the registries and the kit) alone, and the chat-completions,
+    // Anthropic (without its Bedrock door), Gemini and Responses wire crates alone on it (no AWS
+    // crate is built for any).
     for package in [
         "hermes-providers",
+        "hermes-wire-chat",
         "hermes-wire-anthropic",
         "hermes-wire-gemini",
         "hermes-wire-responses",

@@ -491,8 +491,8 @@ pub fn shaped_messages(
         &hermes_core::RouteTarget::new(provider, Some(base_url), model),
         hermes_core::ResolveOptions::default(),
     );
-    let wire = hermes_providers::chat::shape(
-        &hermes_providers::chat::ShapeContext::new(&decision, &hermes_core::Verdicts::default()),
+    let wire = hermes_wire_chat::shape(
+        &hermes_wire_chat::ShapeContext::new(&decision, &hermes_core::Verdicts::default()),
         history,
     );
     serde_json::to_vec(&wire)

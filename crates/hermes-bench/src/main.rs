@@ -65,8 +65,8 @@ use hermes_core::{
     Message, RequestParts, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest,
     Verdicts,
 };
-use hermes_providers::chat::{self, ChatRequest};
 use hermes_store::Backend;
+use hermes_wire_chat::{self as chat, ChatRequest};
 use peak_alloc::PeakAlloc;
 
 #[global_allocator]

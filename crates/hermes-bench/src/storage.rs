@@ -20,8 +20,8 @@ use std::str::FromStr as _;
 use std::time::{Duration, Instant};
 
 use hermes_core::{Message, RouteDecision, ThinkingRequest, Verdicts, parse_history};
-use hermes_providers::chat::ChatRequest;
 use hermes_store::{Backend, Location, NewSession, Store};
+use hermes_wire_chat::ChatRequest;
 use peak_alloc::PeakAlloc;
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};

@@ -8,8 +8,8 @@ use hermes_core::{
     CHAT_WIRE, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable, RouteTarget,
     ThinkingRequest, Verdicts, Wire, WireVerdicts,
 };
-use hermes_providers::chat::ChatRequest;
 use hermes_wire_anthropic::inbound::request_history;
+use hermes_wire_chat::ChatRequest;
 use hermes_wire_responses::inbound as responses_inbound;
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -5,7 +5,7 @@ use hermes_core::{
     Carrier, CarrierSet, DetailItem, Message, PadRule, ResolveOptions, Role, RouteDecision,
     RouteTable, RouteTarget, Verdicts,
 };
-use hermes_providers::chat;
+use hermes_wire_chat as chat;
 use serde_json::Value;
 
 use crate::Check;

@@ -1,6 +1,6 @@
-//! The one list of built-in wires, where the cargo features choose them (issue 51: each native
-//! wire a crate of its own, which hermes-providers cannot name): chat completions, then (each
-//! behind the engine's feature of its name) Anthropic Messages, Bedrock Converse, OpenAI
+//! The one list of built-in wires, where the cargo features choose them (issue 51: each wire a
+//! crate of its own, which hermes-providers cannot name): chat completions (`hermes-wire-chat`,
+//! always built), then (each behind the engine's feature of its name) Anthropic Messages, Bedrock Converse, OpenAI
 //! Responses and Gemini generateContent ([`BUILTIN`], registered by [`register_builtin_wires`]),
 //! the built-in providers they serve ([`PROVIDERS`], [`provider`]) and the feature a left-out
 //! one needs ([`feature_left_out`]).
@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use hermes_core::Message;
-use hermes_providers::wires::{self as registry, Descriptor, ProviderSpec, Wires};
+use hermes_providers::wires::{Descriptor, ProviderSpec, Wires};
 
 /// The built-in wires of this build, in registration order (the order `hermes providers` lists
-/// their providers), each native one behind its feature.
+/// their providers): chat completions always, each native one behind its feature.
 pub const BUILTIN: &[Descriptor] = &[
-    registry::CHAT,
+    hermes_wire_chat::DESCRIPTOR,
     #[cfg(feature = "anthropic")]
     hermes_wire_anthropic::DESCRIPTOR,
     #[cfg(feature = "bedrock")]
@@ -99,7 +99,8 @@ pub fn provider(id: &str) -> Option<&'static ProviderSpec> {
 
 #[cfg(test)]
 mod tests {
-    use hermes_providers::wires::{CHAT, Descriptor, ProviderSpec, Wires};
+    use hermes_providers::wires::{Descriptor, ProviderSpec, Wires};
+    use hermes_wire_chat::DESCRIPTOR as CHAT;
 
     use super::{FEATURE_OF, builtin_wires, feature_left_out};
 

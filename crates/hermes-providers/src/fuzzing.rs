@@ -1,13 +1,12 @@
 //! What the fuzz targets (`fuzz/`, this crate's `fuzzing` feature) drive: the one SSE loop over
-//! a body cut where the fuzzer says, and the chat wire's stream reader. Not an API: only
-//! `hermes-fuzz` turns the feature on.
+//! a body cut where the fuzzer says, which each wire crate's own `fuzzing` reads its stream
+//! through. Not an API: only `hermes-fuzz` turns the feature on.
 
 use futures_util::FutureExt as _;
 use hermes_core::Origin;
 use hermes_core::transport::{Reply, TransportError};
 
 use crate::native::sse::{SseTurn, read_sse};
-use crate::transport::ChatTurn;
 
 /// Reads `body` as a streamed reply cut into pieces of `cut` bytes (at least 1), captured by
 /// `turn` through the one SSE loop ([`read_sse`]), as a wire's `send` reads it.
@@ -29,9 +28,4 @@ pub fn read_sse_cut<T: SseTurn>(
     // Every piece is ready: the loop never waits.
     read.now_or_never()
         .unwrap_or_else(|| Err(TransportError::Stream("the SSE loop waited".to_owned())))
-}
-
-/// The chat wire's stream reader ([`ChatTurn`]) over `body` cut every `cut` bytes.
-pub fn chat_stream(body: &[u8], cut: usize, origin: Origin) -> Result<Reply, TransportError> {
-    read_sse_cut(body, cut, ChatTurn::new(), origin)
 }

@@ -4,9 +4,9 @@
 //! id, name, the providers it serves, how to build it and explain a body — the `Descriptor` each
 //! built-in one is, and `Wires`, the list a front end runs with; the list of built-in wires is
 //! hermes-engine's `register_builtin_wires`, where the cargo features choose them), the
-//! chat completions wire (`chat`, `HttpChat`, always built), the native-wire kit the wire crates
-//! share (`native`: encoded bodies, JSON pieces, the SSE loop, reply capture's error, images,
-//! sampling checks, URL segments, tools, OpenAI model ids, inbound errors; Anthropic Messages is
+//! native-wire kit the wire crates share (`native`: encoded bodies, JSON pieces, the SSE loop,
+//! reply capture's error, images, sampling checks, URL segments, tools, OpenAI model ids,
+//! inbound errors; chat completions is `hermes-wire-chat`, always built, Anthropic Messages
 //! `hermes-wire-anthropic`, Bedrock Converse `hermes-wire-bedrock`, Gemini generateContent
 //! `hermes-wire-gemini`, OpenAI Responses `hermes-wire-responses`), the Bedrock runtime's hosts
 //! (`aws`, no AWS crate: those are `hermes-aws`'s), and the HTTP transport they all send through
@@ -15,7 +15,6 @@
 //! the wires' unit tests share.
 
 pub mod aws;
-pub mod chat;
 mod client_blocks;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -40,5 +39,5 @@ pub mod wires;
 pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::ProviderSpec;
 pub use routes::builtin_table;
-pub use transport::{Auth, ChatTransport, Endpoint, HttpChat, Signer, Waits};
+pub use transport::{Auth, ChatTransport, Signer, Waits};
 pub use wires::{Access, Credentials, Descriptor, WireDescriptor, WireTarget, Wires};

@@ -109,7 +109,7 @@ fn is_rustls(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// The message of an `{"error":…}` payload (`"error": null` is no error).
-pub(super) fn error_text(value: &Value) -> Option<String> {
+pub fn error_text(value: &Value) -> Option<String> {
     value
         .get("error")
         .filter(|e| !e.is_null())

@@ -121,7 +121,7 @@ enum OpenAiApi {
 /// they are written, or the parameter the route cannot take. On OpenAI itself a reasoning
 /// model's sampling is checked against the `reasoning_effort` in `thinking`
 /// ([`openai_reasoning`]).
-pub(crate) fn chat_fields(
+pub fn chat_fields(
     decision: &RouteDecision,
     sampling: &Sampling,
     thinking: &hermes_core::ThinkingFields,
@@ -146,7 +146,7 @@ pub(crate) fn chat_fields(
 /// Alibaba's compatible mode document the same option; OpenRouter takes it and always sends
 /// usage. Strict routes get no extra byte (docs/spec.md §2); Mistral, Groq and Cerebras send usage
 /// on their last chunk unasked (docs.mistral.ai release note 2024-01-16).
-pub(crate) fn stream_usage(decision: &RouteDecision) -> bool {
+pub fn stream_usage(decision: &RouteDecision) -> bool {
     !decision.strict
         && RouteMatcher::new()
             .providers([

@@ -15,9 +15,8 @@ use acme_route::server::{AcmeServer, MODEL};
 use hermes_conformance::Check;
 use hermes_conformance::live::{NativeCheck, check_exchanges, check_received, drive_tool_loop};
 use hermes_core::{CarrierSet, ResolveOptions, RouteTable, RouteTarget};
-use hermes_providers::{
-    ChatTransport, Credentials, Endpoint, HttpChat, WireDescriptor, WireTarget,
-};
+use hermes_providers::{ChatTransport, Credentials, WireDescriptor, WireTarget};
+use hermes_wire_chat::{Endpoint, HttpChat};
 
 async fn live(table: &RouteTable, stream: bool) -> Result<(), String> {
     let sim = hermes_sim::Sim::builder(acme_sim::profile())

@@ -440,9 +440,8 @@ pub(crate) fn minimal_view(
 /// A slow reference estimate: shape the history, serialise it, and price every string value on
 /// the wire except object keys and opaque carriers.
 pub(crate) fn reference_estimate(history: &[Message], decision: &RouteDecision) -> usize {
-    let ctx =
-        hermes_providers::chat::ShapeContext::new(decision, &hermes_core::Verdicts::default());
-    let wire = serde_json::to_value(hermes_providers::chat::shape(&ctx, history)).unwrap();
+    let ctx = hermes_wire_chat::ShapeContext::new(decision, &hermes_core::Verdicts::default());
+    let wire = serde_json::to_value(hermes_wire_chat::shape(&ctx, history)).unwrap();
     wire.as_array()
         .unwrap()
         .iter()

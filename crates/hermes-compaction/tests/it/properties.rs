@@ -4,7 +4,7 @@
 use hermes_compaction::{FixedSummarizer, Source, compress, is_checkpoint};
 use hermes_core::estimate_history;
 use hermes_core::{Message, Role, Verdicts};
-use hermes_providers::chat::ShapeContext;
+use hermes_wire_chat::ShapeContext;
 use proptest::prelude::*;
 
 use crate::common::*;
@@ -117,9 +117,9 @@ proptest! {
         let decision = &[echo_route(), all_gemini_route(), all_copilot_route(), strict_route()][route];
         let verdicts = Verdicts::default();
         let ctx = ShapeContext::new(decision, &verdicts);
-        let once = serde_json::to_string(&hermes_providers::chat::shape(&ctx, &history)).unwrap();
+        let once = serde_json::to_string(&hermes_wire_chat::shape(&ctx, &history)).unwrap();
         let reparsed: Vec<Message> = serde_json::from_str(&once).unwrap();
-        let twice = serde_json::to_string(&hermes_providers::chat::shape(&ctx, &reparsed)).unwrap();
+        let twice = serde_json::to_string(&hermes_wire_chat::shape(&ctx, &reparsed)).unwrap();
         prop_assert_eq!(once, twice);
     }
 

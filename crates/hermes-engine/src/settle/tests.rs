@@ -642,7 +642,8 @@ fn knows_provider_answers_as_the_sorted_list_does() {
 /// built-in Foundry, Bedrock and Vertex ones.
 #[test]
 fn settlement_follows_the_access_a_wire_declares_not_provider_names() {
-    use hermes_providers::wires::{CHAT, Descriptor};
+    use hermes_providers::wires::Descriptor;
+    use hermes_wire_chat::DESCRIPTOR as CHAT;
     const PROVIDERS: &[ProviderSpec] = &[
         ProviderSpec {
             id: "acme-resource",

@@ -1,5 +1,6 @@
-//! The native-wire kit: what the Anthropic, Converse, Gemini and Responses wires share, public
-//! for the wire crates (`hermes-wire-gemini`, …) built on it — the encoded body and its error
+//! The native-wire kit: what the chat-completions, Anthropic, Converse, Gemini and Responses
+//! wires share, public for the wire crates (`hermes-wire-chat`, `hermes-wire-gemini`, …) built
+//! on it — the encoded body and its error
 //! ([`Encoded`], [`EncodeError`], [`Stamp`], [`write_json`], [`explain_with_post`]), the JSON
 //! pieces every body is built from (`json`: stored literals, text parts, tool input, turn
 //! merging), a stored object's members edited byte for byte (`members`: private keys left out), which stored turns are replayed and whose they are (`stored`), the reading of
@@ -36,10 +37,12 @@ pub mod image {
     pub use crate::image::*;
 }
 
-/// The sampling checks every native wire makes before it sends.
+/// The sampling checks every wire makes before it sends, and each OpenAI API's spelling of the
+/// parameters (chat completions' per route: [`sampling::chat_fields`], [`sampling::stream_usage`]).
 pub mod sampling {
     pub use crate::sampling::{
-        Unsupported, check_tool_choice, openai_reasoning, responses_fields, schema_value,
+        Unsupported, chat_fields, check_tool_choice, openai_reasoning, responses_fields,
+        schema_value, stream_usage,
     };
 }
 
@@ -73,10 +76,10 @@ pub mod inbound {
 
 /// Reading a reply's body, for the wires that read one themselves: a whole reply captured from
 /// its own bytes ([`read::read_whole`]), a failed read of an event stream's bytes
-/// ([`read::chunk_error`]) and the message of an SSE `event: error` frame
-/// ([`read::error_event_text`]).
+/// ([`read::chunk_error`]), the message of an SSE `event: error` frame
+/// ([`read::error_event_text`]) and of an error object in a JSON body ([`read::error_text`]).
 pub mod read {
-    pub use crate::read::{chunk_error, error_event_text, read_whole};
+    pub use crate::read::{chunk_error, error_event_text, error_text, read_whole};
 }
 
 /// The account a credential stands for: the first 16 bytes of HMAC-SHA256 keyed with a fixed

@@ -1,7 +1,6 @@
 //! The wire registry, after sqlx's driver list: one [`WireDescriptor`] per wire (its id, its
-//! name, the providers it serves, how to build it for a target and how to explain a body), the
-//! descriptor of the wire built in this crate ([`CHAT`]; each wire crate has its own, e.g.
-//! `hermes_wire_anthropic::DESCRIPTOR`), and
+//! name, the providers it serves, how to build it for a target and how to explain a body; each
+//! wire crate has its own [`Descriptor`], e.g. `hermes_wire_chat::DESCRIPTOR`), and
 //! [`Wires`], the list a front end runs with (the engine's: the built-ins its features choose,
 //! registered by `hermes_engine::register_builtin_wires`, plus any a third party adds).
 
@@ -10,8 +9,6 @@ use std::sync::Arc;
 use hermes_core::{Message, RequestParts, TransportError, Wire};
 
 use crate::transport::ChatTransport;
-
-mod chat;
 
 /// One provider of the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -312,8 +309,9 @@ impl Wires {
     }
 }
 
-/// A descriptor of `id`, `name` and `providers`, built by `build` and explained by `explain`.
-const fn wire(
+/// A descriptor of `id`, `name` and `providers`, built by `build` and explained by `explain`
+/// (a client's own thinking blocks all left out: the default rule), as the chat wire's is.
+pub const fn wire(
     id: &'static str,
     name: &'static str,
     providers: &'static [ProviderSpec],
@@ -329,15 +327,6 @@ const fn wire(
         client_blocks: None,
     }
 }
-
-/// Chat completions, always built.
-pub const CHAT: Descriptor = wire(
-    hermes_core::CHAT_WIRE,
-    "OpenAI-compatible chat completions",
-    chat::PROVIDERS,
-    chat::build,
-    chat::explain,
-);
 
 impl ChatTransport {
     /// POSTs `request`'s JSON body to `url` with `auth` and returns the whole reply body: the

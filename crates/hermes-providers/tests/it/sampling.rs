@@ -8,9 +8,10 @@ use hermes_core::{
     Effort, Message, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest,
     TransportError, Verdicts, Wire,
 };
-use hermes_providers::{HttpChat, builtin_table};
+use hermes_providers::builtin_table;
 use hermes_wire_anthropic::AnthropicWire;
 use hermes_wire_bedrock::BedrockWire;
+use hermes_wire_chat::HttpChat;
 use hermes_wire_gemini::{Flavor as GeminiFlavor, GeminiWire};
 
 use crate::support;

@@ -7,6 +7,7 @@ use hermes_core::{
 };
 use hermes_providers::{ChatTransport, TransportError, builtin_table};
 use hermes_sim::Sim;
+use hermes_wire_chat::HttpChat;
 
 use crate::support;
 
@@ -20,11 +21,13 @@ async fn turn(sim: &Sim, history: &[Message], stream: bool) -> Result<Message, T
         .unwrap();
     let request = support::chat_request(history, &decision, stream);
     let (endpoint, origin) = support::loopback(sim.base_url(), "openrouter", MODEL);
-    ChatTransport::new()
-        .unwrap()
-        .send(&endpoint, &request, origin)
-        .await
-        .map(|r| r.message)
+    HttpChat {
+        client: ChatTransport::new().unwrap(),
+        endpoint,
+    }
+    .send_chat(&request, origin)
+    .await
+    .map(|r| r.message)
 }
 
 fn signed_items(msg: &Message) -> Vec<String> {

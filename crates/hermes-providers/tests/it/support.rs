@@ -16,12 +16,12 @@ use hermes_core::{
     Delta, Message, Origin, Outgoing, RawJson, Reply, RequestParts, ResolveOptions, Role,
     RouteDecision, RouteTarget, ThinkingRequest, TransportError, Verdicts, Wire,
 };
-use hermes_providers::chat::ChatRequest;
-use hermes_providers::{Auth, ChatTransport, Endpoint};
+use hermes_providers::{Auth, ChatTransport};
 use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
 use hermes_test_support::memory::NoTools;
 use hermes_wire_anthropic::{self as anthropic, AnthropicWire};
 use hermes_wire_bedrock::{self as bedrock, BedrockWire};
+use hermes_wire_chat::{ChatRequest, Endpoint};
 use hermes_wire_gemini::{self as gemini, GeminiWire};
 use hermes_wire_responses::ResponsesWire;
 use serde_json::Value;
@@ -241,10 +241,10 @@ pub(crate) fn differences(ours: &Value, sdk: &Value) -> Vec<String> {
 }
 
 /// The chat-completions wire to `base`, without a key.
-pub(crate) fn chat_at(base: &str) -> hermes_providers::HttpChat {
-    hermes_providers::HttpChat {
+pub(crate) fn chat_at(base: &str) -> hermes_wire_chat::HttpChat {
+    hermes_wire_chat::HttpChat {
         client: ChatTransport::new().unwrap(),
-        endpoint: hermes_providers::Endpoint {
+        endpoint: Endpoint {
             base_url: base.into(),
             api_key: None,
         },

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use hermes_core::{Message, Origin, ResolveOptions, RouteTarget};
-use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
+use hermes_providers::{ChatTransport, TransportError, builtin_table};
+use hermes_wire_chat::{Endpoint, HttpChat};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -43,10 +44,12 @@ async fn send(
         base_url: format!("{}/v1", server.uri()),
         api_key: Some("sk-test-secret".into()),
     };
-    ChatTransport::new()
-        .unwrap()
-        .send(&endpoint, &request, origin())
-        .await
+    HttpChat {
+        client: ChatTransport::new().unwrap(),
+        endpoint,
+    }
+    .send_chat(&request, origin())
+    .await
 }
 
 #[tokio::test]
@@ -293,15 +296,14 @@ async fn connect_error(base_url: &str) -> String {
     );
     let history = history();
     let request = support::chat_request(&history, &decision, false);
-    let endpoint = Endpoint {
-        base_url: base_url.to_owned(),
-        api_key: None,
+    let wire = HttpChat {
+        client: ChatTransport::new().unwrap(),
+        endpoint: Endpoint {
+            base_url: base_url.to_owned(),
+            api_key: None,
+        },
     };
-    match ChatTransport::new()
-        .unwrap()
-        .send(&endpoint, &request, origin())
-        .await
-    {
+    match wire.send_chat(&request, origin()).await {
         Err(TransportError::Connect(text)) => text,
         other => panic!("{base_url}: expected a connect error, got {other:?}"),
     }
@@ -364,12 +366,14 @@ async fn a_server_that_closes_before_answering_is_named_with_the_cause() {
         base_url,
         api_key: None,
     };
-    let err = ChatTransport::new()
-        .unwrap()
-        .send(&endpoint, &request, origin())
-        .await
-        .err()
-        .unwrap();
+    let err = HttpChat {
+        client: ChatTransport::new().unwrap(),
+        endpoint,
+    }
+    .send_chat(&request, origin())
+    .await
+    .err()
+    .unwrap();
     let text = err.to_string();
     assert!(
         text.starts_with(&format!("cannot send the request: {address}: ")),

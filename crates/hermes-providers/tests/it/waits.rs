@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use hermes_core::{Message, ResolveOptions, RouteTarget};
 use hermes_providers::{ChatTransport, TransportError, Waits, builtin_table};
+use hermes_wire_chat::HttpChat;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
@@ -45,9 +46,11 @@ async fn send(
     // A hang guard only: the limits under test are far shorter.
     tokio::time::timeout(
         Duration::from_secs(60),
-        ChatTransport::with_waits(waits)
-            .unwrap()
-            .send(&endpoint, &request, origin),
+        HttpChat {
+            client: ChatTransport::with_waits(waits).unwrap(),
+            endpoint,
+        }
+        .send_chat(&request, origin),
     )
     .await
     .expect("the request ended by itself")

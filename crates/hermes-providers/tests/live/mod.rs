@@ -4,8 +4,9 @@
 use hermes_conformance::Check;
 use hermes_conformance::live::{NativeCheck, check_received, drive_tool_loop};
 use hermes_core::{CarrierSet, ResolveOptions, RouteTable, RouteTarget};
-use hermes_providers::{ChatTransport, Endpoint, HttpChat};
+use hermes_providers::ChatTransport;
 use hermes_sim::Sim;
+use hermes_wire_chat::{Endpoint, HttpChat};
 
 /// A route checked live: which simulator profile stands in for its provider (its provider id
 /// and model come from [`hermes_sim::PROFILES`]) and what every assistant message must arrive with.

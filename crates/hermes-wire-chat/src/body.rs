@@ -256,12 +256,12 @@ pub struct ChatRequest<'a> {
     /// Ask for a server-sent-event stream (`"stream": true`).
     pub stream: bool,
     /// With `stream`, ask for the reply's usage (`"stream_options": {"include_usage": true}`,
-    /// written right after `stream`); see `crate::sampling::stream_usage`.
+    /// written right after `stream`); see `hermes_providers::native::sampling::stream_usage`.
     pub stream_usage: bool,
     /// Tool definitions (`tools`), as the JSON array the wire takes.
     pub tools: Option<&'a RawJson>,
-    /// Sampling parameters in the route's spelling (`crate::sampling::chat_fields`), written
-    /// after `tools`.
+    /// Sampling parameters in the route's spelling
+    /// (`hermes_providers::native::sampling::chat_fields`), written after `tools`.
     pub sampling: Vec<(&'static str, serde_json::Value)>,
     /// Keep-thinking flags and effort.
     pub thinking: ThinkingFields,

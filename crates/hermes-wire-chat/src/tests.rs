@@ -10,7 +10,7 @@ use hermes_core::{
     RouteMatcher, RouteTable, RouteTarget, ThinkingRequest, Verdicts,
 };
 
-use crate::chat::{ChatRequest, ShapeContext, carrier_counts, shape};
+use crate::{ChatRequest, ShapeContext, carrier_counts, shape};
 
 fn table() -> RouteTable {
     let mut t = RouteTable::new(Arc::new(
@@ -228,7 +228,7 @@ fn a_lone_surrogate_beside_a_gemini_signature_keeps_it_on_the_wire() {
         host: target.host_key(),
         model: "gemini-3-pro".into(),
     };
-    let (msg, _) = crate::chat::capture_message(&reply, origin).unwrap();
+    let (msg, _) = crate::capture_message(&reply, origin).unwrap();
     let stored = serde_json::to_string(&[msg]).unwrap();
     let h: Vec<Message> = serde_json::from_str(&stored).unwrap();
     let decision = table().resolve(&target, ResolveOptions::default());

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use crate::native::members::{MemberEdit, edit_members};
+use hermes_providers::native::members::{MemberEdit, edit_members};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -353,7 +353,7 @@ struct ChoiceBody<'a> {
 }
 
 /// Why a non-streamed body could not be captured (the one capture error of every wire).
-pub use crate::reply::CaptureError;
+pub use hermes_providers::native::reply::CaptureError;
 
 /// The reply's message with its `reasoning_details` as the accumulator keeps a stream's: only
 /// the items [`DetailItem::from_provider`] keeps (objects, none posing as hermes' native

@@ -2,12 +2,25 @@
 
 use hermes_core::{Message, RequestParts, Wire};
 
-use super::{Access, Credentials, Explained, ProviderSpec, WireTarget};
-use crate::chat::ShapeContext;
-use crate::transport::{ChatTransport, Endpoint, HttpChat};
+use hermes_providers::ChatTransport;
+use hermes_providers::wires::{
+    Access, Credentials, Descriptor, Explained, ProviderSpec, WireTarget, wire,
+};
+
+use crate::{Endpoint, HttpChat, ShapeContext};
+
+/// Chat completions, always built: first in the engine's list of built-in wires
+/// (`hermes_engine::register_builtin_wires`).
+pub const DESCRIPTOR: Descriptor = wire(
+    hermes_core::CHAT_WIRE,
+    "OpenAI-compatible chat completions",
+    PROVIDERS,
+    build,
+    explain,
+);
 
 /// The chat-completions wire for `target`, its key as a bearer token.
-pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
     let endpoint = Endpoint {
         base_url: target.base_url.clone(),
         api_key: auth.key,
@@ -20,7 +33,7 @@ pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials)
 
 /// The route line (what it reads, must-echo, what is refused here), then the shaping of each
 /// stored message.
-pub(super) fn explain(_: &WireTarget, parts: &RequestParts<'_>, stored: &[Message]) -> Explained {
+fn explain(_: &WireTarget, parts: &RequestParts<'_>, stored: &[Message]) -> Explained {
     let decision = parts.decision;
     let ctx = ShapeContext::new(decision, parts.verdicts);
     let echo = decision
@@ -68,7 +81,7 @@ const fn own(id: &'static str, base_url: Option<&'static str>, key: &'static str
 
 /// The built-in providers of the chat-completions wire, in docs/spec.md §8a's order (one a line).
 #[rustfmt::skip]
-pub(super) const PROVIDERS: &[ProviderSpec] = &[
+pub const PROVIDERS: &[ProviderSpec] = &[
     chat("openai", Some("https://api.openai.com/v1"), "OPENAI_API_KEY"),
     chat("openrouter", Some("https://openrouter.ai/api/v1"), "OPENROUTER_API_KEY"),
     chat("deepseek", Some("https://api.deepseek.com/v1"), "DEEPSEEK_API_KEY"),
