@@ -635,3 +635,60 @@ async fn a_chat_sessions_turns_are_the_same_requests_as_the_engines() {
     );
     assert_eq!(chat_rows, stored(session.unwrap()).await);
 }
+
+/// A chat session's turn cancelled after its first step (the REPL's Ctrl-C while the second
+/// tool call runs): the exclusive request created the session with its first step (the call and
+/// its result), and the session learns its id all the same — memory reloads to what is stored,
+/// and the next turn continues that session under its lease instead of starting another.
+#[tokio::test]
+async fn a_chat_turn_cancelled_after_its_first_step_keeps_the_session_it_created() {
+    /// A tool that answers its first call and never the next.
+    struct OnceThenStuck(std::sync::atomic::AtomicBool);
+    #[async_trait::async_trait]
+    impl hermes_core::driver::Tools for OnceThenStuck {
+        async fn call(&self, _: &str, _: &str) -> String {
+            if self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            "12:00".to_owned()
+        }
+    }
+    let (sim, _dir, store, engine) = served().await;
+    let mut chat = hermes_engine::ChatSession::open(
+        engine.engine(),
+        store.clone(),
+        crate::deepseek_options(&sim.base_url()),
+        hermes_engine::Toolset {
+            tools: std::sync::Arc::new(OnceThenStuck(Default::default())),
+            definitions: Some(tool_definitions()),
+        },
+    )
+    .await
+    .unwrap();
+    let turn = chat.turn("[tools=2] what time is it?", &|_| {});
+    let cancelled = tokio::time::timeout(std::time::Duration::from_secs(2), turn).await;
+    assert!(cancelled.is_err(), "the second tool call never answers");
+    assert_eq!(
+        sim.requests().len(),
+        2,
+        "two calling replies were asked for"
+    );
+    chat.reload().await.unwrap();
+    let id = chat
+        .id()
+        .expect("the first step created the session")
+        .to_owned();
+    let stored = store.messages(&id).await.unwrap();
+    assert_eq!(
+        stored.len(),
+        3,
+        "the user message, the first call and its result: {stored:?}"
+    );
+    assert!(stored[1].tool_calls.is_some());
+    assert_eq!(chat.conversation.messages, stored);
+
+    chat.turn("never mind", &|_| {}).await.unwrap();
+    assert_eq!(chat.id(), Some(id.as_str()), "the next turn continues it");
+    assert_eq!(store.messages(&id).await.unwrap().len(), 5);
+    assert_eq!(store.list().await.unwrap().len(), 1, "no second session");
+}
