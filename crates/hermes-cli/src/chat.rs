@@ -97,19 +97,14 @@ pub(crate) async fn open(
         .target
         .choice()
         .allow_insecure_http(args.allow_insecure_http);
-    let mut options = OpenOptions::new(choice)
-        .defaults(settings.defaults)
+    let options = OpenOptions::new(choice)
+        .settings(settings)
         .resume(args.resume.clone())
-        // The flags alone: config's effort is in `defaults`, below what the session stores.
+        // The flags alone: config's effort is in the settings' defaults, below what the session
+        // stores.
         .thinking(args.thinking.request())
         .stream(!args.no_stream)
-        .compaction(setup.config.compaction.overrides())
-        .limits(settings.limits)
-        .reprobe_after(settings.reprobe_after)
-        .key(settings.key);
-    if let Some(aws) = settings.aws {
-        options = options.aws(aws);
-    }
+        .compaction(setup.config.compaction.overrides());
     // `run` gave its engine simulators; a direct caller (the REPL's tests) may not have.
     let engine = crate::sim::simulated(engine.clone());
     Ok(ChatSession::open(&engine, store, options, tools).await?)

@@ -3,7 +3,6 @@
 //! compacted, branched and switched to another model.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use hermes_core::driver::{Conversation, DriverConfig, DriverEvent};
 use hermes_core::{
@@ -19,7 +18,7 @@ use crate::open::{NoTools, Opened, Toolset, driver_config, open_snapshot};
 use crate::request::{Completion, Exclusive, Request, ServingEngine, Settings, ToolMode};
 use crate::settle::{Choice, Defaults, Purpose, Settled};
 use crate::summarize::TransportSummarizer;
-use crate::target::{AwsLookup, KeyLookup, Limits, Target};
+use crate::target::Target;
 
 /// What an on-demand compaction ends with: its status line, or `None` when there was nothing to
 /// summarise.
@@ -42,28 +41,21 @@ struct NativeSpan<'a> {
 pub struct OpenOptions {
     /// The command line's choice.
     pub choice: Choice,
-    /// `config.toml`'s defaults.
-    pub defaults: Defaults,
     /// Continue this stored session.
     pub resume: Option<String>,
     /// The command line's thinking request (`--effort E` / `--no-thinking`;
     /// [`ThinkingRequest::NoPreference`] when it gave neither). The session's request settles
     /// as [`settle_thinking`](crate::settle_thinking) says: this, else the resumed session's stored request, else
-    /// `defaults.effort` (config.toml).
+    /// `config.toml`'s `effort` (in the settings' defaults).
     pub thinking: ThinkingRequest,
     /// Stream replies.
     pub stream: bool,
     /// Compaction overrides from config.
     pub compaction: hermes_compaction::CompactionOverrides,
-    /// Environment lookups for keys.
-    pub key: KeyLookup,
-    /// AWS credentials (Bedrock providers); none means Bedrock cannot be reached.
-    pub aws: Option<AwsLookup>,
-    /// Bounded waits.
-    pub limits: Limits,
-    /// How old a fleet verdict (one the whole store shares) may grow before a session re-probes
-    /// it once ([`DEFAULT_REPROBE_AFTER`](crate::DEFAULT_REPROBE_AFTER) unless set).
-    pub reprobe_after: Duration,
+    /// What the session's requests run with, as a gateway's do: `config.toml`'s defaults, key
+    /// and AWS lookups, bounded waits, how old a fleet verdict may grow before it is re-probed
+    /// ([`DEFAULT_REPROBE_AFTER`](crate::DEFAULT_REPROBE_AFTER) unless set).
+    pub settings: Settings,
 }
 
 impl OpenOptions {
@@ -72,27 +64,17 @@ impl OpenOptions {
     pub fn new(choice: Choice) -> Self {
         OpenOptions {
             choice,
-            defaults: Defaults::default(),
             resume: None,
             thinking: ThinkingRequest::NoPreference,
             stream: false,
             compaction: hermes_compaction::CompactionOverrides::default(),
-            key: Arc::new(|_| None),
-            aws: None,
-            limits: Limits::default(),
-            reprobe_after: crate::fleet::DEFAULT_REPROBE_AFTER,
+            settings: Settings::new(Defaults::default(), Arc::new(|_| None)),
         }
     }
 
     hermes_core::setters! {
-        /// Re-probing fleet verdicts older than `age`.
-        reprobe_after: Duration;
-
-        /// With these limits.
-        limits: Limits;
-
-        /// With `config.toml`'s defaults.
-        defaults: Defaults;
+        /// With these settings (a front end's, as `hermes_config` reads them once).
+        settings: Settings;
 
         /// Resuming session `id`.
         resume: Option<String>;
@@ -106,15 +88,6 @@ impl OpenOptions {
 
         /// With compaction overrides.
         compaction: hermes_compaction::CompactionOverrides;
-
-        /// With key lookups.
-        key: KeyLookup;
-    }
-
-    /// With an AWS credentials source.
-    pub fn aws(mut self, aws: AwsLookup) -> Self {
-        self.aws = Some(aws);
-        self
     }
 }
 
@@ -155,11 +128,12 @@ impl ChatSession {
         options: OpenOptions,
         tools: Toolset,
     ) -> Result<ChatSession, EngineError> {
+        let settings = options.settings;
         // One process drives a session at a time: take the lease before reading it.
         let lease = match &options.resume {
             Some(id) => {
                 store.session(id).await?;
-                Some(Held::acquire(&engine.local, &store, id, options.limits.lease_wait).await?)
+                Some(Held::acquire(&engine.local, &store, id, settings.limits.lease_wait).await?)
             }
             None => None,
         };
@@ -179,8 +153,8 @@ impl ChatSession {
             engine,
             &options.choice,
             snapshot,
-            &options.defaults,
-            &options.key,
+            &settings.defaults,
+            &settings.key,
             options.thinking,
         )?;
         let id = tip.map(|t| t.session().to_owned());
@@ -190,17 +164,14 @@ impl ChatSession {
         }
         let compaction =
             hermes_compaction::CompactionConfig::for_model(&settled.model, &options.compaction);
-        let target = Target::start(engine, settled, &options.limits, options.aws.as_ref()).await?;
+        let target =
+            Target::start(engine, settled, &settings.limits, settings.aws.as_ref()).await?;
         if let (Some(id), Some(flags)) = (&id, StoredThinking::from_request(options.thinking)) {
             // The user asked again: from now on the session thinks this way.
             store.set_thinking(id, Some(flags)).await?;
         }
         let mut driver_config = driver_config(thinking, options.stream, tools.definitions.clone());
         driver_config.passthrough = crate::compaction::threshold(&target, &options.compaction);
-        let mut settings = Settings::new(options.defaults, options.key);
-        settings.aws = options.aws;
-        settings.limits = options.limits;
-        settings.reprobe_after = options.reprobe_after;
         Ok(ChatSession {
             serving: engine.clone().with_store(store, settings),
             target: Arc::new(target),

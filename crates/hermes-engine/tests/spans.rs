@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use hermes_engine::store::Store;
 use hermes_engine::{
-    ChatSession, Choice, Defaults, Engine, OpenOptions, ProviderDefaults, Toolset,
+    ChatSession, Choice, Defaults, Engine, OpenOptions, ProviderDefaults, Settings, Toolset,
 };
 use hermes_sim::Sim;
 use serde_json::Value;
@@ -87,9 +87,10 @@ async fn open_turn_upstream_requests_and_the_lease_renewer_are_spans_with_their_
         "deepseek".into(),
         ProviderDefaults::new(Some(sim.base_url()), None, None, false),
     );
-    let options = OpenOptions::new(Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None))
-        .defaults(defaults)
-        .key(Arc::new(|_| Some("sk-test".to_owned())));
+    let options =
+        OpenOptions::new(Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None)).settings(
+            Settings::new(defaults, Arc::new(|_| Some("sk-test".to_owned()))),
+        );
     let engine = Engine::builtin();
     let mut chat = ChatSession::open(&engine, store, options, Toolset::none())
         .await

@@ -6,19 +6,23 @@
 use std::time::Duration;
 
 use hermes_engine::store::Store;
-use hermes_engine::{ChatSession, Choice, Engine, EngineError, Limits, OpenOptions, Toolset};
+use hermes_engine::{
+    ChatSession, Choice, Engine, EngineError, Limits, OpenOptions, Settings, Toolset,
+};
 
 fn options(resume: Option<String>) -> OpenOptions {
     let d = Limits::default();
     OpenOptions::new(Choice::new(Some("sim"), None, None))
         .resume(resume)
-        .limits(Limits::new(
-            d.connect,
-            d.first_byte,
-            d.idle,
-            d.turn,
-            Duration::from_millis(300),
-        ))
+        .settings(
+            Settings::new(Default::default(), std::sync::Arc::new(|_| None)).limits(Limits::new(
+                d.connect,
+                d.first_byte,
+                d.idle,
+                d.turn,
+                Duration::from_millis(300),
+            )),
+        )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,13 +87,14 @@ async fn two_holders_in_one_process_queue_and_the_second_goes_on_once_the_first_
 
     // Waiting longer than the first holds it: the second is queued, not refused.
     let d = Limits::default();
-    let patient = options(Some(id.clone())).limits(Limits::new(
+    let mut patient = options(Some(id.clone()));
+    patient.settings.limits = Limits::new(
         d.connect,
         d.first_byte,
         d.idle,
         d.turn,
         Duration::from_secs(20),
-    ));
+    );
     let closer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
         first.turn("and again", &|_| {}).await.unwrap();
@@ -152,7 +157,10 @@ async fn a_request_dropped_mid_turn_gives_its_lease_back_within_a_second_and_sto
         .unwrap();
     let opened = OpenOptions::new(Choice::new(Some("deepseek"), None, None))
         .resume(Some(id.clone()))
-        .key(std::sync::Arc::new(|_| Some("sk-test".to_owned())));
+        .settings(Settings::new(
+            Default::default(),
+            std::sync::Arc::new(|_| Some("sk-test".to_owned())),
+        ));
     let request = {
         let (store, engine) = (store.clone(), Engine::builtin());
         tokio::spawn(async move {

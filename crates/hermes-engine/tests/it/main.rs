@@ -54,9 +54,10 @@ fn defaults_at(provider: &str, base_url: &str) -> hermes_engine::Defaults {
 /// Open options for a new DeepSeek (`deepseek-v4-pro`) session at `base_url` with a test key.
 fn deepseek_options(base_url: &str) -> hermes_engine::OpenOptions {
     let choice = hermes_engine::Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None);
-    hermes_engine::OpenOptions::new(choice)
-        .defaults(defaults_at("deepseek", base_url))
-        .key(std::sync::Arc::new(|_| Some("sk-test".to_owned())))
+    hermes_engine::OpenOptions::new(choice).settings(hermes_engine::Settings::new(
+        defaults_at("deepseek", base_url),
+        std::sync::Arc::new(|_| Some("sk-test".to_owned())),
+    ))
 }
 
 /// The text of a message's content ("" when it has none).

@@ -18,10 +18,12 @@ fn options(sim: &Sim, resume: Option<&str>, flags: ThinkingRequest) -> OpenOptio
         None => Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None),
     };
     OpenOptions::new(choice)
-        .defaults(defaults)
+        .settings(hermes_engine::Settings::new(
+            defaults,
+            Arc::new(|_| Some("sk-test".to_owned())),
+        ))
         .resume(resume.map(str::to_owned))
         .thinking(flags)
-        .key(Arc::new(|_| Some("sk-test".to_owned())))
 }
 
 /// A chat on the store at `db` with [`options`].
