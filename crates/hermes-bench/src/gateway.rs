@@ -1339,14 +1339,21 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
     // Continued conversations on a gateway of their own (its store holding only them).
     let continued = {
         let sim = SimServer::start(bin, &dir.path().join("sim-continued"), Duration::ZERO)?;
-        let gateway = GatewayServer::start(bin, &dir.path().join("gateway-continued"), &sim.base)?;
+        // The gateway on a core of its own (one thread serving), the simulator and this load
+        // generator on the others: its CPU time is then its own work, not the contention of
+        // sharing a core.
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let pinned = (cpus > 1).then_some(cpus - 1);
+        let gateway = GatewayServer::start_with(
+            bin,
+            &dir.path().join("gateway-continued"),
+            &sim.base,
+            &["--workers", "1"],
+            &[],
+        )?;
         let direct = Target::direct(&sim.base);
         let chat = Target::gateway(&gateway, Door::Chat);
         let conversations = options.pairs.div_ceil(CONTINUED_TURNS - 1);
-        // The gateway on a core of its own, the simulator and this load generator on the
-        // others: its CPU time is then its own work, not the contention of sharing a core.
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let pinned = (cpus > 1).then_some(cpus - 1);
         if let Some(core) = pinned {
             let others: Vec<usize> = (0..core).collect();
             pin(gateway.process.pid(), &[core])?;

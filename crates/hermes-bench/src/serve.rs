@@ -285,6 +285,7 @@ struct Setup<'a> {
     dir: &'a Path,
     pg: Option<&'a str>,
     python: Option<&'a Path>,
+    /// LiteLLM's workers and the gateways' threads (`--workers`).
     workers: usize,
 }
 
@@ -306,10 +307,15 @@ impl Setup<'_> {
         )?;
         let mut targets = vec![(Backend::Direct, Target::direct(&sim.base))];
         let mut gateways = Vec::new();
-        let sqlite = GatewayServer::start(
+        // The gateways run as many threads as LiteLLM runs workers: one on the pinned core.
+        let workers = self.workers.to_string();
+        let threads = ["--workers", workers.as_str()];
+        let sqlite = GatewayServer::start_with(
             self.bin,
             &self.dir.join(format!("{name}-sqlite")),
             &sim.base,
+            &threads,
+            &[],
         )?;
         let mut target = Target::gateway(&sqlite, Door::Chat);
         target.name = "hermes-sqlite";
@@ -320,7 +326,7 @@ impl Setup<'_> {
                 self.bin,
                 &self.dir.join(format!("{name}-postgres")),
                 &sim.base,
-                &[],
+                &threads,
                 &[("HERMES_DATABASE_URL", url)],
             )?;
             let mut target = Target::gateway(&pg, Door::Chat);

@@ -70,6 +70,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
 
+    /// The threads that serve requests (default: `[serve] workers` in config.toml, else the
+    /// CPUs this process may run on, after its affinity mask and its cgroup's CPU quota).
+    #[arg(long, value_name = "N")]
+    pub(crate) workers: Option<std::num::NonZeroUsize>,
+
     /// Serve without gateway keys (loopback addresses only).
     #[arg(long = "no-auth")]
     pub(crate) no_auth: bool,

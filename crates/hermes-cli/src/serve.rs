@@ -29,6 +29,16 @@ fn listen_address(args: &ServeArgs, config: &hermes_config::Config) -> anyhow::R
         .map_err(setup::error)
 }
 
+/// The threads that serve requests: `--workers`, else `[serve] workers`, else the CPUs this
+/// process may run on (`available_parallelism` reads the affinity mask and the cgroup's CPU
+/// quota, so a gateway in a one-CPU container or pinned by `taskset` runs one).
+fn workers(args: &ServeArgs, config: &hermes_config::Config) -> std::num::NonZeroUsize {
+    args.workers
+        .or(config.serve.workers)
+        .or_else(|| std::thread::available_parallelism().ok())
+        .unwrap_or(std::num::NonZeroUsize::MIN)
+}
+
 /// Refuses what cannot be served safely at `addr`: `--no-auth` off loopback, plain HTTP off
 /// loopback without `--tls-cert`/`--tls-key` or `--behind-tls-proxy` (keys would travel in
 /// clear), and open metrics off loopback (they name tenants).
@@ -276,7 +286,7 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         (Some(cert), Some(key)) => Some(hermes_serve::tls::server_config(cert, key)?),
         _ => None,
     };
-    setup::runtime()?.block_on(async {
+    setup::runtime_with(workers(args, config))?.block_on(async {
         let (store, settings) = setup::open_gateway(&setup).await?;
         // The simulators are models only with --allow-sim: without it `sim` is no provider.
         let engine = if args.allow_sim {
@@ -320,10 +330,12 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
             .iter()
             .map(|d| d.describe().to_owned())
             .collect();
+        let threads = tokio::runtime::Handle::current().metrics().num_workers();
         let _ = writeln!(
             std::io::stderr(),
-            "hermes: serving on {scheme}://{bound}: {}",
-            doors.join("; ")
+            "hermes: serving on {scheme}://{bound}: {} ({threads} thread{})",
+            doors.join("; "),
+            if threads == 1 { "" } else { "s" }
         );
         if args.ui || config.serve.ui {
             let _ = writeln!(

@@ -77,10 +77,17 @@ pub(crate) async fn open_home_store(engine: &Engine) -> anyhow::Result<Store> {
     open_store(&load(engine, hermes_home()?)?).await
 }
 
-/// A runtime for the async commands.
+/// A runtime for the async commands: two threads (a chat's turn, a command's store work).
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    runtime_with(std::num::NonZeroUsize::MIN.saturating_add(1))
+}
+
+/// A runtime of `workers` threads (`hermes serve`'s).
+pub(crate) fn runtime_with(
+    workers: std::num::NonZeroUsize,
+) -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers.get())
         .enable_all()
         .build()?)
 }

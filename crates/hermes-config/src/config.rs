@@ -207,6 +207,10 @@ policy_section! {
         /// `max_body`, its earlier name, is accepted too.
         #[serde(default, alias = "max_body", skip_serializing_if = "Option::is_none")]
         pub max_request_bytes: Option<std::num::NonZeroUsize>,
+        /// The threads that serve requests (default: the CPUs the process may run on, after its
+        /// affinity mask and its cgroup's CPU quota; `--workers` wins).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub workers: Option<std::num::NonZeroUsize>,
         ..policy..
         /// How long a request body may take to arrive once the gateway reads it (`30s`, the
         /// default; 408 after).
@@ -248,6 +252,7 @@ impl std::fmt::Debug for ServeSection {
         f.debug_struct("ServeSection")
             .field("listen", &self.listen)
             .field("max_request_bytes", &self.max_request_bytes)
+            .field("workers", &self.workers)
             .field("requests_per_minute", &self.requests_per_minute)
             .field("max_concurrent", &self.max_concurrent)
             .field("tokens_per_minute", &self.tokens_per_minute)

@@ -1284,6 +1284,10 @@ impl Store {
             AnyPoolOptions::new()
                 .max_connections(connections)
                 .acquire_timeout(pool_options.acquire_timeout)
+                // A connection is a file and a thread of this process: nothing can hang up on
+                // it while it idles, so no ping (a hand-off to its thread and back) before
+                // every statement. sqlx still pings it when it is given back.
+                .test_before_acquire(false)
                 .after_connect(move |conn, _| {
                     Box::pin(async move {
                         conn.execute(sqlx::AssertSqlSafe(format!(

@@ -823,3 +823,74 @@ fn keys_create_admin_prints_an_admin_key_that_list_marks_and_create_needs_one_of
     assert!(listed.contains(&format!("(admin)\thk_{id}\t")), "{listed}");
     assert!(!listed.contains(secret), "{listed}");
 }
+
+/// The threads `hermes serve` says it serves with, from its start line (`… (N threads)`), and
+/// the address.
+fn threads_of(home: &Path, program: Option<&[&str]>, args: &[&str]) -> usize {
+    let mut cmd = bare_command(home, args, &[]);
+    if let Some(runner) = program {
+        // `runner… hermes ARGS`, the environment [`bare_command`] made kept.
+        let mut wrapped = std::process::Command::new(runner[0]);
+        wrapped
+            .args(&runner[1..])
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        wrapped.env_clear();
+        for (key, value) in cmd.get_envs() {
+            if let Some(value) = value {
+                wrapped.env(key, value);
+            }
+        }
+        cmd = wrapped;
+    }
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let mut server = Killed(child, stderr);
+    server.terminate();
+    let threads = line
+        .trim_end()
+        .strip_suffix(" threads)")
+        .or_else(|| line.trim_end().strip_suffix(" thread)"))
+        .and_then(|head| head.rsplit_once(" ("))
+        .and_then(|(_, n)| n.parse().ok());
+    threads.unwrap_or_else(|| panic!("no thread count in the start line: {line}"))
+}
+
+#[test]
+fn serve_runs_the_threads_it_is_given_else_as_many_as_the_cpus_it_may_use() {
+    let home = own_home();
+    let open = ["serve", "--listen", "127.0.0.1:0", "--no-auth"];
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    // Nothing said: the CPUs this process may use (the child inherits its affinity).
+    assert_eq!(threads_of(home.path(), None, &open), cpus);
+    // Pinned to one CPU (as in a one-CPU container): one thread, not the machine's count.
+    let taskset = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join("taskset"))
+        .find(|path| path.is_file())
+        .expect("taskset (util-linux) on PATH");
+    let taskset = taskset.to_str().unwrap();
+    assert_eq!(
+        threads_of(home.path(), Some(&[taskset, "-c", "0"]), &open),
+        1
+    );
+    // `[serve] workers`, then `--workers` over it.
+    std::fs::write(home.path().join("config.toml"), "[serve]\nworkers = 3\n").unwrap();
+    assert_eq!(threads_of(home.path(), None, &open), 3);
+    let mut five = open.to_vec();
+    five.extend(["--workers", "5"]);
+    assert_eq!(threads_of(home.path(), None, &five), 5);
+    // Zero is refused, by the flag and in the file, naming what is wrong.
+    let out = bare_command(home.path(), &[&open[..], &["--workers", "0"]].concat(), &[])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--workers"), "{stderr}");
+    std::fs::write(home.path().join("config.toml"), "[serve]\nworkers = 0\n").unwrap();
+    let out = bare_command(home.path(), &open, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("workers"), "{stderr}");
+}
