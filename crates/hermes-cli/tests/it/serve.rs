@@ -824,8 +824,8 @@ fn keys_create_admin_prints_an_admin_key_that_list_marks_and_create_needs_one_of
     assert!(!listed.contains(secret), "{listed}");
 }
 
-/// The threads `hermes serve` says it serves with, from its start line (`… (N threads)`), and
-/// the address.
+/// The threads `hermes serve ARGS` (run by `program` when given: `taskset -c 0`) says it
+/// serves with, from its start line (`… (N threads)`).
 fn threads_of(home: &Path, program: Option<&[&str]>, args: &[&str]) -> usize {
     let mut cmd = bare_command(home, args, &[]);
     if let Some(runner) = program {
