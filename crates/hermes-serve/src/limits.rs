@@ -421,7 +421,30 @@ impl Limiter {
     }
 
     /// Counts one request of `tenant` in the current window of `limit`, or its 429.
+    ///
+    /// A claim that comes back once the window after next has begun may have run after a
+    /// replica swept its window's rows ([`Limiter::sweep`] deletes windows before the previous
+    /// one) and started them again from nothing, past the limit: the request is counted again,
+    /// in the window that is current then (its place in the old window is lost, as a lease's
+    /// unused places are). A store that answers that late three times running is unavailable.
     async fn count(&self, tenant: &str, limit: u32) -> Result<(), ApiError> {
+        for _ in 0..3 {
+            if self.count_once(tenant, limit).await? {
+                return Ok(());
+            }
+        }
+        tracing::error!(
+            tenant,
+            "the limits store answered each claim after its window"
+        );
+        Err(ApiError::unavailable(
+            "the gateway cannot check its limits right now",
+        ))
+    }
+
+    /// [`Limiter::count`]'s one claim: `true` when counted, `false` when the claim came back
+    /// too late to count, the 429 when the window is full.
+    async fn count_once(&self, tenant: &str, limit: u32) -> Result<bool, ApiError> {
         let window = millis(self.limits.window);
         let now = now_ms();
         let start = now - now.rem_euclid(window);
@@ -439,7 +462,7 @@ impl Limiter {
             }
             if entry.leased > 0 {
                 entry.leased -= 1;
-                return Ok(());
+                return Ok(true);
             }
             entry.full
         };
@@ -471,6 +494,9 @@ impl Limiter {
             .admit_request(tenant, start, limit, first, full, lease_size(limit))
             .await
             .map_err(|e| unavailable(&e))?;
+        if now_ms() >= start + 2 * window {
+            return Ok(false);
+        }
         if let Ok(mut windows) = self.windows.lock()
             && let Some(entry) = windows.get_mut(tenant)
             && entry.start == start
@@ -479,7 +505,7 @@ impl Limiter {
             entry.leased += admission.granted.saturating_sub(1);
         }
         if admission.admitted {
-            Ok(())
+            Ok(true)
         } else {
             Err(refused())
         }
